@@ -1,0 +1,3 @@
+"""simone.agents."""
+
+__all__: tuple[str, ...] = ()

@@ -1,0 +1,3 @@
+"""simone.providers."""
+
+__all__: tuple[str, ...] = ()

@@ -1,0 +1,226 @@
+"""Configuration: frozen pydantic settings from ``simone.toml`` and ``SIMONE_*`` environment variables.
+
+Precedence (highest first): keyword arguments to :func:`load_settings`, ``SIMONE_*`` environment
+variables (nested with ``__``, e.g. ``SIMONE_ROUTER__RRF_K=30``), the TOML file, the defaults.
+Secrets (API keys) are :class:`~pydantic.SecretStr` and are read from the environment only; a TOML
+file that contains one is refused, so keys are never written to files.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import platformdirs
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from simone.runtime._errors import ConfigError
+
+CONFIG_FILE_ENV = "SIMONE_CONFIG"
+DEFAULT_CONFIG_FILE = "simone.toml"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class RouterSettings(_Section):
+    """The router's numbers."""
+
+    rrf_k: Annotated[int, Field(ge=1)] = 60
+    default_limit: Annotated[int, Field(ge=1, le=1000)] = 10
+    default_max_tokens: Annotated[int, Field(ge=1)] = 4000
+    provider_timeout_s: Annotated[float, Field(gt=0)] = 10.0
+    max_query_chars: Annotated[int, Field(ge=1)] = 8192
+    min_truncation_tokens: Annotated[int, Field(ge=1)] = 32
+    weights: dict[str, Annotated[float, Field(ge=0)]] = Field(default_factory=dict)
+
+
+class LexicalSettings(_Section):
+    """Text analysis for lexical search (see the lexical issue)."""
+
+    builtin_synonyms: bool = True
+    synonyms: list[list[str]] = Field(default_factory=list)
+    ignore_words: list[str] = Field(default_factory=list)
+
+
+class EmbeddingSettings(_Section):
+    """The embedding chain: cloud OpenAI-compatible → bundled ONNX → local Ollama."""
+
+    chain: list[Literal["openai", "onnx", "ollama"]] = Field(
+        default_factory=lambda: ["openai", "onnx", "ollama"]
+    )
+    openai_base_url: str | None = None
+    openai_model: str = "text-embedding-3-small"
+    openai_api_key: SecretStr | None = None
+    ollama_base_url: str | None = None
+    ollama_model: str = "nomic-embed-text"
+    onnx_threads: Annotated[int, Field(ge=1, le=64)] = 2
+    batch_size: Annotated[int, Field(ge=1, le=2048)] = 64
+    timeout_s: Annotated[float, Field(gt=0)] = 30.0
+
+
+class IndexSettings(_Section):
+    """The document index."""
+
+    collection: str = "documents"
+    max_file_bytes: Annotated[int, Field(ge=1)] = 10 * 1024 * 1024
+    exclude: list[str] = Field(default_factory=list)
+    chunk_tokens: Annotated[int, Field(ge=16, le=8192)] = 256
+    chunk_overlap_tokens: Annotated[int, Field(ge=0, le=512)] = 32
+    ann_min_rows: Annotated[int, Field(ge=1)] = 50_000
+    default_mode: Literal["lexical", "semantic", "hybrid"] = "hybrid"
+
+
+class MemorySettings(_Section):
+    """Structured and session memory."""
+
+    max_query_limit: Annotated[int, Field(ge=1, le=10_000)] = 200
+    soft_delete_retention_days: Annotated[float, Field(ge=0)] = 30.0
+    session_window_turns: Annotated[int, Field(ge=1)] = 50
+    checklist_max_depth: Annotated[int, Field(ge=1, le=16)] = 4
+
+
+class WebSettings(_Section):
+    """Web search backends, the fetcher, the caches and the hard caps of research."""
+
+    backend: Literal["searxng", "brave", "tavily"] | None = None
+    searxng_url: str | None = None
+    brave_api_key: SecretStr | None = None
+    tavily_api_key: SecretStr | None = None
+    brave_url: str = "https://api.search.brave.com/res/v1/web/search"
+    tavily_url: str = "https://api.tavily.com/search"
+    user_agent: str = "simone-research/0.1 (+https://pypi.org/project/simone/)"
+    request_timeout_s: Annotated[float, Field(gt=0)] = 10.0
+    total_timeout_s: Annotated[float, Field(gt=0)] = 60.0
+    max_bytes: Annotated[int, Field(ge=1024)] = 5 * 1024 * 1024
+    max_redirects: Annotated[int, Field(ge=0, le=20)] = 5
+    max_concurrency: Annotated[int, Field(ge=1, le=64)] = 4
+    respect_robots: bool = True
+    allow_private_addresses: bool = False
+    search_ttl_s: Annotated[float, Field(gt=0)] = 30 * 60
+    page_ttl_s: Annotated[float, Field(gt=0)] = 24 * 3600
+    max_queries: Annotated[int, Field(ge=1)] = 12
+    max_fetches: Annotated[int, Field(ge=0)] = 10
+    max_iterations: Annotated[int, Field(ge=1)] = 5
+    max_context_tokens: Annotated[int, Field(ge=1)] = 16_000
+    confidence_floor: Annotated[float, Field(ge=0, le=1)] = 0.35
+
+
+class AgentSettings(_Section):
+    """Chat models and the orchestrator's bounds."""
+
+    chat_base_url: str | None = None
+    chat_model: str | None = None
+    chat_api_key: SecretStr | None = None
+    max_steps: Annotated[int, Field(ge=1, le=100)] = 8
+    max_tokens: Annotated[int, Field(ge=1)] = 4000
+    max_children: Annotated[int, Field(ge=1, le=32)] = 3
+
+
+def default_data_dir() -> Path:
+    """The per-user data directory (``platformdirs``), overridable with ``SIMONE_DATA_DIR``."""
+    return Path(platformdirs.user_data_dir("simone", appauthor=False))
+
+
+class _TomlSource(PydanticBaseSettingsSource):
+    def __init__(self, settings_cls: type[BaseSettings], path: Path | None) -> None:
+        super().__init__(settings_cls)
+        self._data: dict[str, Any] = {}
+        if path is None:
+            return
+        try:
+            with path.open("rb") as handle:
+                self._data = tomllib.load(handle)
+        except OSError as exc:
+            raise ConfigError(f"cannot read the config file {path}: {exc.strerror or exc}") from exc
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{path} is not valid TOML: {exc}") from exc
+        _refuse_secrets(self._data, str(path))
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return self._data.get(field_name), field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        return dict(self._data)
+
+
+_SECRET_NAMES = ("api_key", "apikey", "token", "secret", "password")
+
+
+def _refuse_secrets(data: dict[str, Any], where: str, prefix: str = "") -> None:
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            _refuse_secrets(value, where, name + ".")
+        elif any(marker in key.lower() for marker in _SECRET_NAMES):
+            env = "SIMONE_" + name.upper().replace(".", "__")
+            raise ConfigError(
+                f"{where} holds the secret {name!r}; remove it and set {env} in the environment"
+            )
+
+
+class Settings(BaseSettings):
+    """All of simone's configuration, frozen. Build it once at the edge with :func:`load_settings`."""
+
+    model_config = SettingsConfigDict(
+        frozen=True,
+        extra="forbid",
+        env_prefix="SIMONE_",
+        env_nested_delimiter="__",
+        nested_model_default_partial_update=True,
+    )
+
+    data_dir: Path = Field(default_factory=default_data_dir)
+    router: RouterSettings = RouterSettings()
+    lexical: LexicalSettings = LexicalSettings()
+    embeddings: EmbeddingSettings = EmbeddingSettings()
+    index: IndexSettings = IndexSettings()
+    memory: MemorySettings = MemorySettings()
+    web: WebSettings = WebSettings()
+    agents: AgentSettings = AgentSettings()
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings, _TomlSource(settings_cls, _CONFIG_PATH.get("path")))
+
+
+_CONFIG_PATH: dict[str, Path | None] = {}
+
+
+def find_config_file(explicit: str | os.PathLike[str] | None = None) -> Path | None:
+    """The config file to read: ``explicit``, else ``$SIMONE_CONFIG``, else ``./simone.toml`` if present."""
+    if explicit is not None:
+        path = Path(explicit)
+        if not path.is_file():
+            raise ConfigError(f"config file {path} does not exist")
+        return path
+    env = os.environ.get(CONFIG_FILE_ENV)
+    if env:
+        path = Path(env)
+        if not path.is_file():
+            raise ConfigError(f"{CONFIG_FILE_ENV}={env} does not point at a file")
+        return path
+    local = Path.cwd() / DEFAULT_CONFIG_FILE
+    return local if local.is_file() else None
+
+
+def load_settings(config_file: str | os.PathLike[str] | None = None, **overrides: Any) -> Settings:
+    """Load the settings; any problem raises :class:`ConfigError` saying which key and why."""
+    _CONFIG_PATH["path"] = find_config_file(config_file)
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        reasons = "; ".join(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors())
+        raise ConfigError(f"invalid configuration: {reasons}") from exc
+    finally:
+        _CONFIG_PATH.pop("path", None)

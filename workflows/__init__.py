@@ -1,0 +1,3 @@
+"""simone.workflows."""
+
+__all__: tuple[str, ...] = ()
