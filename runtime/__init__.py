@@ -43,6 +43,11 @@ from simone.runtime._dedup import (
     normalize_url as normalize_url,
     unique_urls as unique_urls,
 )
+from simone.runtime._embedding import (
+    Embedder as Embedder,
+    EmbeddingKind as EmbeddingKind,
+    EmbeddingSpace as EmbeddingSpace,
+)
 from simone.runtime._errors import (
     AccessDenied as AccessDenied,
     BudgetExceeded as BudgetExceeded,
@@ -80,6 +85,9 @@ from simone.runtime._router import (
 )
 
 __all__ = (
+    "Embedder",
+    "EmbeddingKind",
+    "EmbeddingSpace",
     "SCOPE_KEYS",
     "AccessDenied",
     "AgentSettings",
