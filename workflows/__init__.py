@@ -1,3 +1,17 @@
 """simone.workflows."""
 
-__all__: tuple[str, ...] = ()
+from simone.workflows.retrieval import (
+    RuleDecision as RuleDecision,
+    SelectionDecision as SelectionDecision,
+    SelectionPolicy as SelectionPolicy,
+    SelectionRule as SelectionRule,
+    retrieve as retrieve,
+)
+
+__all__: tuple[str, ...] = (
+    "RuleDecision",
+    "SelectionDecision",
+    "SelectionPolicy",
+    "SelectionRule",
+    "retrieve",
+)
