@@ -75,12 +75,21 @@ class IndexSettings(_Section):
 
 
 class MemorySettings(_Section):
-    """Structured and session memory."""
+    """Structured and session memory (SQLite; ``path`` defaults to ``data_dir / "memory.sqlite3"``).
 
+    ``max_query_limit`` caps every list and search; soft-deleted records are hard-deleted after
+    ``soft_delete_retention_days``; session memory keeps the last ``session_window_turns`` turns of a
+    conversation; ``busy_timeout_s`` is how long a writer waits for another process's transaction.
+    """
+
+    path: Path | None = None
     max_query_limit: Annotated[int, Field(ge=1, le=10_000)] = 200
     soft_delete_retention_days: Annotated[float, Field(ge=0)] = 30.0
     session_window_turns: Annotated[int, Field(ge=1)] = 50
     checklist_max_depth: Annotated[int, Field(ge=1, le=16)] = 4
+    max_checklist_items: Annotated[int, Field(ge=1, le=100_000)] = 500
+    max_body_chars: Annotated[int, Field(ge=1, le=1_000_000)] = 65_536
+    busy_timeout_s: Annotated[float, Field(gt=0, le=600)] = 30.0
 
 
 class WebSettings(_Section):
