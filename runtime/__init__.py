@@ -1,5 +1,15 @@
 """simone.runtime — what every layer speaks: contracts, errors, config, fusion, dedup, packing, the router."""
 
+from simone.runtime._analysis import (
+    Analyzer as Analyzer,
+    Explanation as Explanation,
+    SynonymUse as SynonymUse,
+    default_analyzer as default_analyzer,
+)
+from simone.runtime._bm25 import (
+    BM25Hit as BM25Hit,
+    BM25Index as BM25Index,
+)
 from simone.runtime._config import (
     AgentSettings as AgentSettings,
     EmbeddingSettings as EmbeddingSettings,
@@ -85,6 +95,12 @@ from simone.runtime._router import (
 )
 
 __all__ = (
+    "Analyzer",
+    "BM25Hit",
+    "BM25Index",
+    "Explanation",
+    "SynonymUse",
+    "default_analyzer",
     "Embedder",
     "EmbeddingKind",
     "EmbeddingSpace",

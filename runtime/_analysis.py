@@ -1,0 +1,484 @@
+"""Text analysis for lexical search: one function for documents and queries, in any language.
+
+The pipeline, applied to documents and queries alike by :meth:`Analyzer.terms`:
+
+1. Clean: unpaired surrogates become U+FFFD, control characters and apostrophes become spaces,
+   soft hyphens and other invisible joiners are dropped.
+2. NFKC, then ICU word segmentation (``icu4py`` bundles ICU, so Chinese, Japanese, Thai, Lao, Khmer
+   and Myanmar split into dictionary words with no system library).
+3. Per word (cached): case fold; accents folded for Latin, Greek and Cyrillic (kana keep their marks:
+   が stays が); Arabic diacritics and tatweel dropped; digits of any script made ASCII and numbers
+   normalised (``20,00`` → ``20``, ``1.234,50`` → ``1234.5`` and ``1234``); stop words of 12
+   languages and the project's ignore list dropped.
+4. Terms per kept word: the word; a 5-letter prefix for alphabetic words of 5+ letters (``prazos``
+   meets ``prazo``); character bigrams for Chinese, Japanese and Korean words (``免許証`` meets ``免許``,
+   ``갱신은`` meets ``갱신``); the id of every synonym group the word or phrase belongs to.
+
+A term never contains whitespace, so terms joined by spaces survive any whitespace tokenizer.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import unicodedata
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from importlib import resources
+
+from icu4py.breakers import WordBreaker
+from pydantic import BaseModel, ConfigDict
+from simone.runtime._config import LexicalSettings
+from simone.runtime._errors import ConfigError
+
+PREFIX_LENGTH = 5
+"""Alphabetic words of this many letters or more also emit their first 5 letters (a cheap stemmer)."""
+BLOCK_CHARS = 65_536
+"""Text is segmented in blocks of about this many characters, so ICU's working memory stays bounded."""
+WORD_CACHE_SIZE = 1 << 17
+"""Distinct surface words whose analysis is remembered (per analyzer)."""
+MAX_WORD_CHARS = 256
+"""Longer runs without a break (base64, minified code) are cut: a term is never longer than this."""
+STOPWORD_LANGUAGES = ("en", "pt", "es", "fr", "it", "de", "nl", "ru", "ja", "zh", "ko", "th")
+"""Languages whose stop words (question words included) ship in ``simone.runtime.lexicon``."""
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# Control characters (C0, DEL, C1) and apostrophes split words; invisible formatting characters
+# that sit inside words (soft hyphen, word joiner, BOM) are removed. ZWJ/ZWNJ stay: some scripts
+# spell with them.
+_CLEAN = str.maketrans(
+    {
+        **{code: " " for code in range(0x00, 0x20)},
+        **{code: " " for code in range(0x7F, 0xA0)},
+        0x27: " ",
+        0x2019: " ",
+        0x2018: " ",
+        0x02BC: " ",
+        0x200B: " ",
+        0x00AD: None,
+        0x2060: None,
+        0xFEFF: None,
+    }
+)
+_NUMBER = re.compile(r"[0-9]+(?:[.,][0-9]+)*")
+_LETTER_FOLD = str.maketrans(
+    {"ø": "o", "đ": "d", "ł": "l", "ħ": "h", "ı": "i", "æ": "ae", "œ": "oe", "ð": "d", "þ": "th", "ŧ": "t"}
+)
+_ARABIC_MARKS = frozenset(range(0x064B, 0x0660)) | {0x0670, 0x0640}
+
+
+def _is_fold_base(code: int) -> bool:
+    """Latin, Greek or Cyrillic: scripts whose diacritics are folded away."""
+    return (
+        code < 0x0250
+        or 0x0370 <= code < 0x0530
+        or 0x1D00 <= code < 0x1DC0
+        or 0x1E00 <= code < 0x2000
+        or 0x2C60 <= code < 0x2C80
+        or 0x2DE0 <= code < 0x2E00
+        or 0xA640 <= code < 0xA6A0
+        or 0xA720 <= code < 0xA800
+        or 0xAB30 <= code < 0xAB70
+    )
+
+
+def _is_cjk(code: int) -> bool:
+    """Han, kana and Hangul: words that also emit character bigrams."""
+    return (
+        0x3040 <= code < 0x3100  # hiragana, katakana
+        or 0x31F0 <= code < 0x3200
+        or 0x3400 <= code < 0x4DC0
+        or 0x4E00 <= code < 0xA000
+        or 0xF900 <= code < 0xFB00
+        or 0x20000 <= code < 0x30000
+        or 0xAC00 <= code < 0xD7B0  # Hangul syllables
+        or 0x1100 <= code < 0x1200
+        or 0x3130 <= code < 0x3190
+    )
+
+
+def _is_dictionary_script(code: int) -> bool:
+    """Thai, Lao, Myanmar, Khmer: segmented by ICU's dictionaries, no prefix terms."""
+    return 0x0E00 <= code < 0x0F00 or 0x1000 <= code < 0x10A0 or 0x1780 <= code < 0x1800
+
+
+def fold(word: str) -> str:
+    """Case-fold a word and remove Latin, Greek and Cyrillic accents and Arabic diacritics.
+
+    Kana, Devanagari, Thai and every other script keep their marks (が stays が).
+    """
+    word = word.casefold()
+    if word.isascii():
+        return word
+    decomposed = unicodedata.normalize("NFD", word)
+    kept: list[str] = []
+    base_folds = False
+    for char in decomposed:
+        code = ord(char)
+        if unicodedata.combining(char):
+            if base_folds:
+                continue
+        else:
+            base_folds = _is_fold_base(code)
+            if code in _ARABIC_MARKS:
+                continue
+        if code in _ARABIC_MARKS:
+            continue
+        kept.append(char)
+    return unicodedata.normalize("NFC", "".join(kept)).translate(_LETTER_FOLD)
+
+
+def normalize_number(token: str) -> list[str]:
+    """Terms of a number written with ``.`` or ``,`` separators: its canonical form, and its integer part.
+
+    ``20,00`` and ``20.00`` → ``["20"]``; ``1.234,50`` → ``["1234.5", "1234"]``; ``1,000`` → ``["1000"]``;
+    version-like ``1.2.3`` stays as written. Digits must already be ASCII.
+    """
+    groups = re.split(r"[.,]", token)
+    if len(groups) == 1:
+        return [token]
+    head, *middle, last = groups
+    if all(len(g) == 3 for g in middle) and len(head) <= 3:
+        if len(last) == 3 and head != "0" and (middle or len(groups) == 2):
+            integer, fraction = head + "".join(middle) + last, ""
+        else:
+            integer, fraction = head + "".join(middle), last
+    elif not middle:
+        integer, fraction = head, last
+    else:
+        return [".".join(groups)]
+    integer = integer.lstrip("0") or "0"
+    fraction = fraction.rstrip("0")
+    if not fraction:
+        return [integer]
+    if integer == "0":
+        return [f"0.{fraction}"]
+    return [f"{integer}.{fraction}", integer]
+
+
+def _ascii_digits(word: str) -> str:
+    if word.isascii():
+        return word
+    return "".join(
+        str(unicodedata.digit(c)) if c.isdigit() and unicodedata.digit(c, -1) >= 0 else c for c in word
+    )
+
+
+def _split_parts(word: str) -> list[str]:
+    """Split an ICU word at anything that is not a letter, digit or mark (``get_user``, ``example.com``)."""
+    parts: list[str] = []
+    current: list[str] = []
+    for char in word:
+        if char.isalnum() or char in "\u200c\u200d" or unicodedata.category(char)[0] == "M":
+            current.append(char)
+        elif current:
+            parts.append("".join(current))
+            current = []
+    if current:
+        parts.append("".join(current))
+    return parts
+
+
+def _bigrams(word: str) -> list[str]:
+    return [word[i : i + 2] for i in range(len(word) - 1)]
+
+
+@dataclass(frozen=True, slots=True)
+class _Word:
+    word: str
+    terms: tuple[str, ...]
+    ignored: bool
+
+
+def _word_terms(word: str) -> tuple[str, ...]:
+    """Terms of one folded, kept word."""
+    first = ord(word[0])
+    if word[0].isdigit() and _NUMBER.fullmatch(word):
+        return tuple(normalize_number(word))
+    if len(word) >= 3 and (_is_cjk(first) or _is_cjk(ord(word[-1]))):
+        if all(_is_cjk(ord(c)) for c in word):
+            return (word, *_bigrams(word))
+        return (word,)
+    if (
+        len(word) > PREFIX_LENGTH
+        and word.isalpha()
+        and not _is_dictionary_script(first)
+        and not _is_cjk(first)
+    ):
+        return (word, word[:PREFIX_LENGTH])
+    return (word,)
+
+
+def _load_lines(name: str) -> list[str]:
+    text = resources.files("simone.runtime.lexicon").joinpath(name).read_text(encoding="utf-8")
+    return [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+
+@functools.cache
+def builtin_stop_words() -> frozenset[str]:
+    """The shipped stop words of :data:`STOPWORD_LANGUAGES`, folded like any word."""
+    words: set[str] = set()
+    for language in STOPWORD_LANGUAGES:
+        words.update(fold(unicodedata.normalize("NFKC", w)) for w in _load_lines(f"stopwords_{language}.txt"))
+    return frozenset(words)
+
+
+@functools.cache
+def builtin_synonym_groups() -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The shipped synonym groups: ``(group id, members)`` for price, opening hours and identity documents."""
+    text = resources.files("simone.runtime.lexicon").joinpath("synonyms.json").read_text(encoding="utf-8")
+    data = json.loads(text)
+    return tuple((str(g["id"]), tuple(str(m) for m in g["members"])) for g in data["groups"])
+
+
+class SynonymUse(BaseModel):
+    """A synonym applied to a query: the words that matched and the group term they added."""
+
+    model_config = ConfigDict(frozen=True)
+
+    words: tuple[str, ...]
+    term: str
+
+
+class Explanation(BaseModel):
+    """What the analysis made of a query, so that "why was this (not) found" is never hidden.
+
+    Attributes:
+        query: the query as given.
+        words_used: the words that produce terms, normalised (folded), in order.
+        words_ignored: the words dropped as stop words or by the project's ignore list.
+        synonyms_applied: each synonym match and the group term it added.
+        terms: every term the query emits, in order (what BM25 looks up).
+        all_ignored: True when the query has words but every one was ignored, so it matches nothing.
+        message: one plain sentence summing this up.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    query: str
+    words_used: tuple[str, ...]
+    words_ignored: tuple[str, ...]
+    synonyms_applied: tuple[SynonymUse, ...]
+    terms: tuple[str, ...]
+    all_ignored: bool
+    message: str
+
+
+def _clean(text: str) -> str:
+    if _SURROGATE.search(text):
+        text = _SURROGATE.sub("\ufffd", text)
+    return unicodedata.normalize("NFKC", text.translate(_CLEAN))
+
+
+def _blocks(text: str) -> Iterator[str]:
+    """Cut text into blocks of about :data:`BLOCK_CHARS`, at whitespace when there is some."""
+    start = 0
+    size = len(text)
+    while size - start > BLOCK_CHARS:
+        end = start + BLOCK_CHARS
+        cut = text.rfind(" ", start + BLOCK_CHARS // 2, end)
+        if cut < 0:
+            cut = text.rfind("\n", start + BLOCK_CHARS // 2, end)
+        if cut < 0:
+            cut = end
+        yield text[start:cut]
+        start = cut
+    if start < size:
+        yield text[start:]
+
+
+class Analyzer:
+    """The text analysis of lexical search, the same for documents and queries.
+
+    Args:
+        ignore_words: the project's own words to ignore (analysed like any text).
+        synonyms: the project's synonym groups; each group is a list of words or phrases, and every member
+            also emits the group's term (the first member's words, joined).
+        builtin_synonyms: also apply the shipped groups (price, opening hours, identity documents in 13
+            languages).
+    """
+
+    def __init__(
+        self,
+        *,
+        ignore_words: Iterable[str] = (),
+        synonyms: Iterable[Iterable[str]] = (),
+        builtin_synonyms: bool = True,
+    ) -> None:
+        if isinstance(ignore_words, str) or isinstance(synonyms, str):
+            raise ConfigError("ignore_words and synonyms take lists of words, not one string")
+        self._stop = builtin_stop_words()
+        self._ignore: frozenset[str] = frozenset()
+        self._segment = functools.lru_cache(maxsize=WORD_CACHE_SIZE)(self._analyse_segment)
+        ignore: set[str] = set()
+        for entry in ignore_words:
+            ignore.update(w.word for w in self._words(str(entry)))
+        self._ignore = frozenset(ignore)
+        self._segment.cache_clear()
+        groups: list[tuple[str, Sequence[str]]] = []
+        if builtin_synonyms:
+            groups.extend(builtin_synonym_groups())
+        for group in synonyms:
+            if isinstance(group, str):
+                raise ConfigError(f"synonym group {group!r} must be a list of words or phrases")
+            texts = [str(m) for m in group]
+            if len(texts) < 2:
+                continue
+            head = [w.word for w in self._words(texts[0])]
+            if not head:
+                raise ConfigError(f"synonym group {texts!r}: the first member has no words")
+            groups.append(("".join(head), texts))
+        self._phrases: dict[str, list[tuple[tuple[str, ...], str]]] = {}
+        for group_id, members in groups:
+            term = fold(unicodedata.normalize("NFKC", group_id))
+            for member in members:
+                words = tuple(w.word for w in self._words(member))
+                if not words:
+                    continue
+                phrase = (words, term)
+                bucket = self._phrases.setdefault(words[0], [])
+                if phrase not in bucket:
+                    bucket.append(phrase)
+        for bucket in self._phrases.values():
+            bucket.sort(key=lambda item: -len(item[0]))
+
+    @classmethod
+    def from_settings(cls, settings: LexicalSettings) -> Analyzer:
+        """Build the analyzer a project configured (``[lexical]`` in ``simone.toml``)."""
+        return cls(
+            ignore_words=settings.ignore_words,
+            synonyms=settings.synonyms,
+            builtin_synonyms=settings.builtin_synonyms,
+        )
+
+    # -- the analysis -------------------------------------------------------------------------------
+
+    def _analyse_segment(self, segment: str) -> tuple[_Word, ...]:
+        if len(segment) > MAX_WORD_CHARS:
+            segment = segment[:MAX_WORD_CHARS]
+        word = _ascii_digits(fold(segment))
+        if not word or not any(c.isalnum() for c in word):
+            return ()
+        if _NUMBER.fullmatch(word):
+            return (_Word(word, tuple(normalize_number(word)), False),)
+        parts = _split_parts(word)
+        out: list[_Word] = []
+        for part in parts:
+            if part in self._stop or part in self._ignore:
+                out.append(_Word(part, (), True))
+            else:
+                out.append(_Word(part, _word_terms(part), False))
+        return tuple(out)
+
+    def _words(self, text: str) -> list[_Word]:
+        """Every word of ``text`` in order, ignored ones included."""
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, not {type(text).__name__}")
+        out: list[_Word] = []
+        analyse = self._segment
+        for block in _blocks(_clean(text)):
+            for segment in WordBreaker(block, "root"):
+                if segment.isspace():
+                    continue
+                out.extend(analyse(segment))
+        return out
+
+    def _synonym_matches(self, words: Sequence[_Word]) -> list[tuple[int, tuple[str, ...], str]]:
+        """``(position, matched words, group term)`` for every synonym phrase found in ``words``."""
+        phrases = self._phrases
+        found: list[tuple[int, tuple[str, ...], str]] = []
+        for index, item in enumerate(words):
+            bucket = phrases.get(item.word)
+            if bucket is None:
+                continue
+            seen: set[str] = set()
+            for phrase, term in bucket:
+                if term in seen:
+                    continue
+                size = len(phrase)
+                if size == 1 or tuple(w.word for w in words[index : index + size]) == phrase:
+                    seen.add(term)
+                    found.append((index, phrase, term))
+        return found
+
+    def terms(self, text: str) -> list[str]:
+        """Every term of ``text`` in order, repeats kept (term frequency counts).
+
+        The one analysis for documents and queries alike. Never raises on any ``str``; a term never
+        contains whitespace.
+        """
+        words = self._words(text)
+        matches = self._synonym_matches(words)
+        out: list[str] = []
+        if not matches:
+            for item in words:
+                out.extend(item.terms)
+            return out
+        extra: dict[int, list[str]] = {}
+        for index, phrase, term in matches:
+            if len(phrase) == 1 and term in words[index].terms:
+                continue
+            extra.setdefault(index, []).append(term)
+        for index, item in enumerate(words):
+            out.extend(item.terms)
+            more = extra.get(index)
+            if more:
+                out.extend(more)
+        return out
+
+    def word_terms(self, text: str) -> list[tuple[str, list[str]]]:
+        """Each kept word of ``text`` with its terms (synonym group terms included), for coverage.
+
+        A word counts as present in an item when any of its terms is in the item.
+        """
+        words = self._words(text)
+        result: list[tuple[str, list[str]]] = [(w.word, list(w.terms)) for w in words]
+        for index, _phrase, term in self._synonym_matches(words):
+            if words[index].ignored:
+                continue
+            if term not in result[index][1]:
+                result[index][1].append(term)
+        return [(word, terms) for (word, terms), w in zip(result, words, strict=True) if not w.ignored]
+
+    def explain(self, query: str) -> Explanation:
+        """Explain the analysis of a query: words used and ignored, synonyms applied, terms emitted."""
+        words = self._words(query)
+        used = tuple(w.word for w in words if not w.ignored)
+        ignored = tuple(w.word for w in words if w.ignored)
+        uses = tuple(
+            SynonymUse(words=phrase, term=term)
+            for _index, phrase, term in self._synonym_matches(words)
+            if not (len(phrase) == 1 and phrase[0] == term)
+        )
+        terms = tuple(self.terms(query))
+        all_ignored = bool(words) and not terms
+        if not words:
+            message = "The query has no words to search for; it matches nothing."
+        elif all_ignored:
+            message = (
+                f"Every word of the query is a stop word or on the ignore list ({', '.join(ignored)}), "
+                "so it matches nothing; add a word that names what you are looking for."
+            )
+        else:
+            parts = [f"Searching for {len(terms)} terms from {len(used)} words"]
+            if ignored:
+                parts.append(f"ignoring {', '.join(ignored)}")
+            if uses:
+                parts.append("synonyms: " + ", ".join(f"{' '.join(u.words)} → {u.term}" for u in uses))
+            message = "; ".join(parts) + "."
+        return Explanation(
+            query=query,
+            words_used=used,
+            words_ignored=ignored,
+            synonyms_applied=uses,
+            terms=terms,
+            all_ignored=all_ignored,
+            message=message,
+        )
+
+
+@functools.cache
+def default_analyzer() -> Analyzer:
+    """The shared analyzer with the built-in settings (stop words and synonyms, no ignore list)."""
+    return Analyzer()
