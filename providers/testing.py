@@ -3,15 +3,22 @@
 * :class:`FunctionProvider` — answers with whatever a function returns.
 * :class:`SlowProvider` — sleeps before answering (for deadlines and cancellation).
 * :class:`FailingProvider` — raises the error it was given.
+* :class:`HashEmbedder` — deterministic word-hashing embedder of any space; can be told to fail.
 """
 
 from __future__ import annotations
 
+import hashlib
 import inspect
+import re
 from collections.abc import Awaitable, Callable, Sequence
 
 import anyio
+import numpy as np
+import numpy.typing as npt
 from simone.runtime import (
+    EmbeddingKind,
+    EmbeddingSpace,
     Evidence,
     ProviderKind,
     ProviderResponse,
@@ -153,8 +160,78 @@ class FailingProvider:
         raise self.error
 
 
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+class HashEmbedder:
+    """A deterministic embedder: each word (case-folded) adds ±1 to a hashed bucket; unit vectors.
+
+    Texts sharing words are closer than texts that share none, so ranking tests mean something; a text
+    without words still gets a non-zero vector. Set :attr:`error` to make :meth:`embed` raise it (an
+    outage), back to ``None`` to recover.
+
+    Args:
+        dimension: the vector size.
+        model: the model name in the space key (two embedders with the same space are interchangeable).
+        provider: the provider name in the space key.
+
+    Attributes:
+        error: raised by :meth:`embed` while set.
+        calls: how many times :meth:`embed` was called.
+        texts_embedded: how many texts it embedded successfully.
+    """
+
+    def __init__(self, dimension: int = 64, *, model: str = "hash", provider: str = "hash") -> None:
+        self._space = EmbeddingSpace(provider=provider, model=model, dimension=dimension, normalized=True)
+        self.error: Exception | None = None
+        self.calls = 0
+        self.texts_embedded = 0
+
+    @property
+    def space(self) -> EmbeddingSpace:
+        """``<provider>:<model>:<dimension>``, normalised."""
+        return self._space
+
+    def vectors(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """The vectors, computed synchronously (also used by loopback servers)."""
+        dimension = self._space.dimension
+        out = np.zeros((len(texts), dimension), dtype=np.float32)
+        for row, text in enumerate(texts):
+            words = [w.casefold() for w in _WORD.findall(text)] or ["\x00" + text]
+            for word in words:
+                digest = hashlib.blake2b(word.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+                value = int.from_bytes(digest, "little")
+                out[row, value % dimension] += 1.0 if (value >> 63) & 1 else -1.0
+            norm = float(np.linalg.norm(out[row]))
+            if norm == 0.0:  # the ±1s cancelled out: fall back to one bucket of the whole text
+                out[
+                    row,
+                    int.from_bytes(
+                        hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest(),
+                        "little",
+                    )
+                    % dimension,
+                ] = 1.0
+                norm = 1.0
+            out[row] /= norm
+        return out
+
+    async def embed(
+        self, texts: Sequence[str], *, kind: EmbeddingKind = "document"
+    ) -> npt.NDArray[np.float32]:
+        """Embed ``texts`` (queries and documents alike), or raise :attr:`error` if set."""
+        self.calls += 1
+        await anyio.lowlevel.checkpoint()
+        if self.error is not None:
+            raise self.error
+        vectors = self.vectors(list(texts))
+        self.texts_embedded += len(texts)
+        return vectors
+
+
 __all__ = (
     "FailingProvider",
+    "HashEmbedder",
     "FunctionProvider",
     "SlowProvider",
     "StaticProvider",

@@ -10,6 +10,11 @@ from simone.runtime._bm25 import (
     BM25Hit as BM25Hit,
     BM25Index as BM25Index,
 )
+from simone.runtime._chain import (
+    ChainHealth as ChainHealth,
+    EmbeddingChain as EmbeddingChain,
+    EmbeddingChainExhausted as EmbeddingChainExhausted,
+)
 from simone.runtime._config import (
     AgentSettings as AgentSettings,
     EmbeddingSettings as EmbeddingSettings,
@@ -95,6 +100,9 @@ from simone.runtime._router import (
 )
 
 __all__ = (
+    "EmbeddingChainExhausted",
+    "EmbeddingChain",
+    "ChainHealth",
     "Analyzer",
     "BM25Hit",
     "BM25Index",

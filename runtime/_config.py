@@ -47,19 +47,33 @@ class LexicalSettings(_Section):
 
 
 class EmbeddingSettings(_Section):
-    """The embedding chain: cloud OpenAI-compatible → bundled ONNX → local Ollama."""
+    """The embedding chain: cloud OpenAI-compatible → bundled ONNX → local Ollama.
 
-    chain: list[Literal["openai", "onnx", "ollama"]] = Field(
-        default_factory=lambda: ["openai", "onnx", "ollama"]
-    )
+    A server is in the chain only when it is configured: OpenAI-compatible with a key
+    (``SIMONE_EMBEDDINGS__OPENAI_API_KEY``) or a base URL, Ollama with a base URL. The bundled ONNX
+    model is always available. ``*_dimensions`` is needed only for models whose size simone does not
+    know; for OpenAI's ``text-embedding-3-*`` it is also sent to shorten the vectors.
+    """
+
+    # pydantic copies a mutable default for each instance, and the section is frozen anyway.
+    chain: list[Literal["openai", "onnx", "ollama"]] = ["openai", "onnx", "ollama"]
     openai_base_url: str | None = None
     openai_model: str = "text-embedding-3-small"
     openai_api_key: SecretStr | None = None
+    openai_dimensions: Annotated[int, Field(ge=1, le=65_536)] | None = None
     ollama_base_url: str | None = None
     ollama_model: str = "nomic-embed-text"
+    ollama_dimensions: Annotated[int, Field(ge=1, le=65_536)] | None = None
     onnx_threads: Annotated[int, Field(ge=1, le=64)] = 2
+    onnx_batch_size: Annotated[int, Field(ge=1, le=1024)] = 32
+    onnx_variant: Literal["auto", "quantized", "reference"] = "auto"
     batch_size: Annotated[int, Field(ge=1, le=2048)] = 64
     timeout_s: Annotated[float, Field(gt=0)] = 30.0
+    max_retries: Annotated[int, Field(ge=0, le=10)] = 2
+    max_retry_wait_s: Annotated[float, Field(ge=0)] = 30.0
+    cache: bool = True
+    health_window: Annotated[int, Field(ge=1, le=100_000)] = 100
+    health_min_samples: Annotated[int, Field(ge=1)] = 20
 
 
 class IndexSettings(_Section):

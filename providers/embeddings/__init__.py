@@ -1,0 +1,27 @@
+"""Embedders (OpenAI-compatible, bundled ONNX, Ollama), the persistent embedding cache and the chain builder."""
+
+from simone.providers.embeddings._build import build_chain as build_chain
+from simone.providers.embeddings._cache import (
+    CachedEmbedding as CachedEmbedding,
+    EmbeddingCache as EmbeddingCache,
+    text_digest as text_digest,
+)
+from simone.providers.embeddings._ollama import OllamaEmbedder as OllamaEmbedder
+from simone.providers.embeddings._onnx import (
+    ONNX_SPACE as ONNX_SPACE,
+    OnnxMiniLMEmbedder as OnnxMiniLMEmbedder,
+    load_tokenizer as load_tokenizer,
+)
+from simone.providers.embeddings._openai import OpenAIEmbedder as OpenAIEmbedder
+
+__all__ = (
+    "ONNX_SPACE",
+    "CachedEmbedding",
+    "EmbeddingCache",
+    "OllamaEmbedder",
+    "OnnxMiniLMEmbedder",
+    "OpenAIEmbedder",
+    "build_chain",
+    "load_tokenizer",
+    "text_digest",
+)

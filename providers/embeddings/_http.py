@@ -1,0 +1,282 @@
+"""What the HTTP embedders share: one POST with retries, error translation and vector validation.
+
+httpx errors and bad answers are translated here, in one place, into the typed errors of
+:mod:`simone.runtime` (timeout, unavailable, rate limited, access denied, invalid response).
+"""
+
+from __future__ import annotations
+
+import base64
+import email.utils
+import json
+import math
+import time
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import Any, Self
+
+import anyio
+import httpx
+import numpy as np
+import numpy.typing as npt
+from simone.runtime import (
+    AccessDenied,
+    EmbeddingSpace,
+    EmbeddingSpaceMismatch,
+    InvalidResponse,
+    ProviderNotConfigured,
+    ProviderTimeout,
+    ProviderUnavailable,
+    RateLimited,
+)
+
+#: Statuses worth retrying after a pause (the service may recover): timeout, conflict, server errors.
+RETRY_STATUSES = frozenset({408, 409, 500, 502, 503, 504})
+#: How much of an unexpected body an error message quotes.
+SNIPPET_CHARS = 200
+
+
+def parse_retry_after(headers: httpx.Headers, *, now: float | None = None) -> float | None:
+    """Seconds to wait from ``retry-after-ms``, or ``Retry-After`` (seconds or an HTTP date)."""
+    millis = headers.get("retry-after-ms")
+    if millis:
+        try:
+            value = float(millis) / 1000.0
+        except ValueError:
+            value = math.nan
+        if math.isfinite(value) and value >= 0:
+            return value
+    raw = headers.get("retry-after")
+    if not raw:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(raw)
+        except (TypeError, ValueError):
+            return None
+        if when.tzinfo is None:
+            return None
+        value = when.timestamp() - (time.time() if now is None else now)
+        return max(0.0, value)
+    return value if math.isfinite(value) and value >= 0 else None
+
+
+def _snippet(text: str) -> str:
+    text = " ".join(text.split())
+    return text[:SNIPPET_CHARS] + ("…" if len(text) > SNIPPET_CHARS else "")
+
+
+def _server_message(response: httpx.Response) -> str:
+    try:
+        body = response.json()
+    except ValueError:
+        return _snippet(response.text)
+    if isinstance(body, dict):
+        error = body.get("error")
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            return _snippet(error["message"])
+        if isinstance(error, str):
+            return _snippet(error)
+    return _snippet(response.text)
+
+
+class HttpEmbedderBase:
+    """An embedder that talks to a server over an ``httpx.AsyncClient``.
+
+    A client passed in is used as is and never closed; otherwise one is opened by the async start-up
+    (``async with`` or :meth:`start`, or lazily by the first call) and closed by :meth:`aclose`.
+    """
+
+    _who: str
+
+    def __init__(
+        self,
+        *,
+        client: httpx.AsyncClient | None,
+        timeout_s: float,
+        max_retries: int,
+        max_retry_wait_s: float,
+        retry_backoff_s: float,
+    ) -> None:
+        if timeout_s <= 0:
+            raise ValueError("timeout_s must be positive")
+        self._client = client
+        self._owns_client = client is None
+        self._timeout_s = timeout_s
+        self._max_retries = max(0, max_retries)
+        self._max_retry_wait_s = max(0.0, max_retry_wait_s)
+        self._retry_backoff_s = max(0.0, retry_backoff_s)
+
+    async def start(self) -> None:
+        """Open the HTTP client when none was given."""
+        if self._client is None:
+            self._client = httpx.AsyncClient(timeout=httpx.Timeout(self._timeout_s))
+            self._owns_client = True
+
+    async def aclose(self) -> None:
+        """Close the HTTP client if this embedder opened it."""
+        client, owned = self._client, self._owns_client
+        if owned and client is not None:
+            self._client = None
+            await client.aclose()
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def post_json(self, url: str, payload: Mapping[str, Any], headers: Mapping[str, str]) -> Any:
+        """POST ``payload`` and return the decoded JSON body, retrying what is worth retrying.
+
+        Raises:
+            ProviderTimeout, ProviderUnavailable, RateLimited, AccessDenied, ProviderNotConfigured,
+            InvalidResponse: translated from httpx errors, HTTP statuses and bodies.
+        """
+        if self._client is None:
+            await self.start()
+        client = self._client
+        assert client is not None
+        attempt = 0
+        while True:
+            response = await self._send(client, url, payload, headers)
+            status = response.status_code
+            if status == 429:
+                wait = parse_retry_after(response.headers)
+                if attempt < self._max_retries and (wait is None or wait <= self._max_retry_wait_s):
+                    await anyio.sleep(wait if wait is not None else self._backoff(attempt))
+                    attempt += 1
+                    continue
+                hint = f"; it asks to wait {wait:.1f} s" if wait is not None else ""
+                raise RateLimited(
+                    f"{self._who} refused with 429 Too Many Requests after {attempt + 1} attempt(s){hint}: "
+                    f"{_server_message(response)}",
+                    provider=self._who,
+                    retry_after_s=wait,
+                )
+            if status in RETRY_STATUSES:
+                if attempt < self._max_retries:
+                    await anyio.sleep(self._backoff(attempt))
+                    attempt += 1
+                    continue
+                raise ProviderUnavailable(
+                    f"{self._who} answered HTTP {status} after {attempt + 1} attempt(s): "
+                    f"{_server_message(response)}; check the server and try again",
+                    provider=self._who,
+                )
+            if status in (401, 403):
+                raise AccessDenied(
+                    f"{self._who} refused the request (HTTP {status}): {_server_message(response)}; "
+                    "check the API key",
+                    provider=self._who,
+                )
+            if status == 404:
+                raise ProviderNotConfigured(
+                    f"{self._who} answered 404 for {url}: {_server_message(response)}; "
+                    "check the base URL and the model name",
+                    provider=self._who,
+                )
+            if status >= 400:
+                raise InvalidResponse(
+                    f"{self._who} rejected the request (HTTP {status}): {_server_message(response)}",
+                    provider=self._who,
+                )
+            return self._decode(response)
+
+    def _backoff(self, attempt: int) -> float:
+        return float(min(self._retry_backoff_s * (2**attempt), self._max_retry_wait_s))
+
+    async def _send(
+        self, client: httpx.AsyncClient, url: str, payload: Mapping[str, Any], headers: Mapping[str, str]
+    ) -> httpx.Response:
+        try:
+            with anyio.fail_after(self._timeout_s):
+                return await client.post(url, json=payload, headers=dict(headers))
+        except (TimeoutError, httpx.TimeoutException) as exc:
+            raise ProviderTimeout(
+                f"{self._who} did not answer within {self._timeout_s:g} s; "
+                "raise [embeddings] timeout_s or check the server",
+                provider=self._who,
+            ) from exc
+        except httpx.HTTPError as exc:
+            raise ProviderUnavailable(
+                f"{self._who} is unreachable at {url}: {type(exc).__name__}: {exc}; "
+                "start the server or fix its base URL",
+                provider=self._who,
+            ) from exc
+
+    def _decode(self, response: httpx.Response) -> Any:
+        content_type = response.headers.get("content-type", "")
+        text = response.text
+        if "json" not in content_type.lower():
+            looks_html = "html" in content_type.lower() or text.lstrip()[:1] == "<"
+            what = "HTML" if looks_html else f"{content_type or 'an untyped body'}"
+            raise InvalidResponse(
+                f"{self._who} answered with {what} instead of JSON ({_snippet(text)!r}); "
+                "the base URL probably points at a web page or a proxy, not the API",
+                provider=self._who,
+            )
+        try:
+            return json.loads(text)
+        except ValueError as exc:
+            raise InvalidResponse(
+                f"{self._who} answered with malformed JSON: {exc}; body starts {_snippet(text)!r}",
+                provider=self._who,
+            ) from exc
+
+
+def to_vectors(
+    rows: Sequence[Any], *, count: int, space: EmbeddingSpace, who: str
+) -> npt.NDArray[np.float32]:
+    """Turn decoded embeddings (lists of numbers, or base64 float32) into validated unit vectors.
+
+    Raises:
+        InvalidResponse: wrong count, a non-numeric row, NaN or infinity, an all-zero vector.
+        EmbeddingSpaceMismatch: vectors of another dimension than the space's.
+    """
+    if len(rows) != count:
+        raise InvalidResponse(
+            f"{who} returned {len(rows)} embeddings for {count} inputs; the server is misbehaving",
+            provider=who,
+        )
+    decoded: list[npt.NDArray[np.float32]] = []
+    for position, row in enumerate(rows):
+        try:
+            if isinstance(row, str):
+                vector = np.frombuffer(base64.b64decode(row, validate=True), dtype="<f4").astype(np.float32)
+            elif isinstance(row, list) and all(
+                isinstance(x, int | float) and not isinstance(x, bool) for x in row
+            ):
+                vector = np.asarray(row, dtype=np.float32)
+            else:
+                raise TypeError(f"embedding {position} is a {type(row).__name__}, not a list of numbers")
+        except (TypeError, ValueError) as exc:
+            raise InvalidResponse(f"{who} returned an unreadable embedding: {exc}", provider=who) from exc
+        if vector.shape != (space.dimension,):
+            raise EmbeddingSpaceMismatch(
+                f"{who} returned a {vector.shape[0]}-dimensional vector but the space {space.key} has "
+                f"{space.dimension}; set the model's dimensions in [embeddings] to what the server returns",
+                provider=who,
+            )
+        decoded.append(vector)
+    array = np.stack(decoded) if decoded else np.empty((0, space.dimension), dtype=np.float32)
+    if not np.isfinite(array).all():
+        raise InvalidResponse(f"{who} returned NaN or infinite values in its embeddings", provider=who)
+    norms = np.linalg.norm(array, axis=1, keepdims=True)
+    if count and not (norms > 0).all():
+        raise InvalidResponse(f"{who} returned an all-zero embedding", provider=who)
+    result: npt.NDArray[np.float32] = (array / norms).astype(np.float32) if count else array
+    return result
+
+
+def batches(items: Sequence[str], size: int) -> list[list[str]]:
+    """``items`` cut into consecutive batches of at most ``size``."""
+    return [list(items[start : start + size]) for start in range(0, len(items), size)]

