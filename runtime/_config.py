@@ -77,14 +77,28 @@ class EmbeddingSettings(_Section):
 
 
 class IndexSettings(_Section):
-    """The document index."""
+    """The document index (LanceDB under ``<data_dir>/index``).
 
-    collection: str = "documents"
+    ``chunk_tokens`` is the embedding model's window, special tokens included (256 for the bundled
+    all-MiniLM-L6-v2); ``ann_min_rows`` is how many embedded rows a collection needs before an ANN
+    index is built (below it, exact search is fast enough); ``ann_index`` picks the index kind and
+    ``ann_nprobes``/``ann_refine_factor`` trade recall for latency (see benchmarks/index_speed.py).
+    """
+
+    collection: Annotated[
+        str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    ] = "documents"
     max_file_bytes: Annotated[int, Field(ge=1)] = 10 * 1024 * 1024
     exclude: list[str] = Field(default_factory=list)
-    chunk_tokens: Annotated[int, Field(ge=16, le=8192)] = 256
+    use_gitignore: bool = True
+    chunk_tokens: Annotated[int, Field(ge=32, le=8192)] = 256
     chunk_overlap_tokens: Annotated[int, Field(ge=0, le=512)] = 32
+    write_batch_chunks: Annotated[int, Field(ge=1, le=100_000)] = 512
     ann_min_rows: Annotated[int, Field(ge=1)] = 50_000
+    ann_index: Literal["ivf_flat", "ivf_hnsw_sq"] = "ivf_hnsw_sq"
+    ann_nprobes: Annotated[int, Field(ge=1, le=10_000)] = 20
+    ann_refine_factor: Annotated[int, Field(ge=0, le=100)] = 5
+    leg_candidates: Annotated[int, Field(ge=1, le=1000)] = 50
     default_mode: Literal["lexical", "semantic", "hybrid"] = "hybrid"
 
 

@@ -1,0 +1,43 @@
+"""The document index: loaders, structure-aware chunking, the LanceDB store and the router provider."""
+
+from simone.providers.documents._chunker import (
+    Chunk as Chunk,
+    Chunker as Chunker,
+    HFTokenCounter as HFTokenCounter,
+    TokenCounter as TokenCounter,
+)
+from simone.providers.documents._index import (
+    DocumentIndex as DocumentIndex,
+    IndexReport as IndexReport,
+)
+from simone.providers.documents._loaders import (
+    LoadedDocument as LoadedDocument,
+    SkippedFile as SkippedFile,
+    SourceFile as SourceFile,
+    discover as discover,
+    load_file as load_file,
+)
+from simone.providers.documents._provider import DocumentIndexProvider as DocumentIndexProvider
+from simone.providers.documents._store import (
+    Collection as Collection,
+    CollectionInfo as CollectionInfo,
+    DocumentStore as DocumentStore,
+)
+
+__all__ = (
+    "Chunk",
+    "Chunker",
+    "Collection",
+    "CollectionInfo",
+    "DocumentIndex",
+    "DocumentIndexProvider",
+    "DocumentStore",
+    "HFTokenCounter",
+    "IndexReport",
+    "LoadedDocument",
+    "SkippedFile",
+    "SourceFile",
+    "TokenCounter",
+    "discover",
+    "load_file",
+)

@@ -1,0 +1,603 @@
+"""The document index: incremental indexing of files into a LanceDB collection, and search.
+
+::
+
+    async with DocumentIndex.open(settings) as index:
+        report = await index.index_paths(["docs/"])
+        provider = index.provider()          # a Provider for the router
+
+Indexing is incremental: a file whose bytes have the same sha256 as when it was indexed is not read
+further; a changed file is re-chunked and only chunks whose text is new are embedded (vectors are
+reused from the table, then from the persistent embedding cache keyed by (space, digest)); files
+that vanished (or no longer qualify) lose their chunks. Each batch of files is written in one
+``merge_insert`` commit, so a run killed at any point leaves a consistent index that the next run
+completes. When the collection's space has no working embedder, rows are stored as *pending* (null
+vector) and embedded by the next run or :meth:`DocumentIndex.embed_pending`.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import numpy as np
+import numpy.typing as npt
+from simone.providers.documents._chunker import Chunk, Chunker, HFTokenCounter, TokenCounter
+from simone.providers.documents._loaders import (
+    SkippedFile,
+    SourceFile,
+    discover,
+    file_digest,
+    load_bytes,
+    read_bytes,
+)
+from simone.providers.documents._store import Collection, CollectionInfo, DocumentStore, now
+from simone.runtime import (
+    Analyzer,
+    EmbeddingChain,
+    EmbeddingSpace,
+    EmbeddingSpaceMismatch,
+    IndexSettings,
+    InvalidRequest,
+    ProviderError,
+    ProviderNotConfigured,
+    Settings,
+)
+
+INDEX_FOLDER = "index"
+"""The LanceDB folder inside the data directory."""
+
+TITLE_WEIGHT = 3
+"""Title terms are repeated this many times in the terms column (BM25: titles count three times)."""
+
+
+@dataclass(slots=True)
+class IndexReport:
+    """What an indexing run did (also the progress snapshot passed to the callback).
+
+    Attributes:
+        collection: the collection written.
+        space: the collection's embedding space key.
+        files_total: files found to consider (after excludes).
+        files_done: files considered so far.
+        files_indexed: new or changed files written.
+        files_unchanged: files with the same digest as before (nothing done).
+        files_deleted: files whose chunks were removed (vanished or no longer qualifying).
+        chunks: chunks written.
+        embedded: chunks embedded by a model in this run.
+        cached: chunk vectors read from the persistent embedding cache.
+        reused: chunk vectors reused from the table (unchanged text in a changed file).
+        pending: chunks stored without a vector in this run (their embedder was unavailable).
+        pending_filled: previously pending chunks embedded in this run.
+        pending_left: chunks still waiting for a vector at the end.
+        skipped: files not indexed, each with its reason.
+        failures: embedding or store failures, in plain words.
+        maintenance: what was done to the indexes afterwards.
+        elapsed_s: wall-clock seconds.
+    """
+
+    collection: str
+    space: str
+    files_total: int = 0
+    files_done: int = 0
+    files_indexed: int = 0
+    files_unchanged: int = 0
+    files_deleted: int = 0
+    chunks: int = 0
+    embedded: int = 0
+    cached: int = 0
+    reused: int = 0
+    pending: int = 0
+    pending_filled: int = 0
+    pending_left: int = 0
+    skipped: list[SkippedFile] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    maintenance: list[str] = field(default_factory=list)
+    elapsed_s: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        out = {name: getattr(self, name) for name in self.__slots__ if name != "skipped"}
+        out["skipped"] = [{"path": s.path, "reason": s.reason} for s in self.skipped]
+        return out
+
+
+ProgressCallback = Callable[[IndexReport], None]
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    source: SourceFile
+    path: str
+    chunks: list[Chunk] | None = None
+    terms: list[str] | None = None
+    skipped: SkippedFile | None = None
+    unchanged: bool = False
+    notes: tuple[str, ...] = ()
+
+
+def _bundled_counter(chain: EmbeddingChain | None) -> TokenCounter:
+    """The tokenizer of the chain's ONNX embedder, or the bundled one."""
+    if chain is not None:
+        for embedder in chain.embedders:
+            tokenizer = getattr(embedder, "tokenizer", None)
+            if tokenizer is not None:
+                try:
+                    return HFTokenCounter(tokenizer)
+                except TypeError:
+                    continue
+    from simone.providers.embeddings import load_tokenizer
+
+    return HFTokenCounter(load_tokenizer(max_tokens=None, pad=False))
+
+
+class DocumentIndex:
+    """One collection of the document index, with the chain that embeds it.
+
+    Construct it with its parts (tests, custom set-ups) or with :meth:`open` from the settings.
+    Enter it (``async with``) before use: that opens the store and the collection.
+
+    Args:
+        store: the LanceDB store (opened by the index when not open yet).
+        chain: the embedding chain; the collection's space is chosen from it when the collection
+            is created, and afterwards only embedders of that space are used.
+        analyzer: the lexical analysis (the same for rows and queries).
+        settings: the ``[index]`` section.
+        collection: the collection name (``settings.collection`` by default).
+        space: pin the space: a collection recorded in another space is refused
+            (:class:`EmbeddingSpaceMismatch`), a new one is created in it.
+        counter: the embedding model's tokenizer (the ONNX embedder's by default).
+        cache: the persistent embedding cache, if any (opened by the caller).
+    """
+
+    def __init__(
+        self,
+        store: DocumentStore,
+        chain: EmbeddingChain,
+        *,
+        analyzer: Analyzer | None = None,
+        settings: IndexSettings | None = None,
+        collection: str | None = None,
+        space: EmbeddingSpace | None = None,
+        counter: TokenCounter | None = None,
+        cache: Any = None,
+    ) -> None:
+        self.settings = settings or IndexSettings()
+        self.store = store
+        self.chain = chain
+        self.analyzer = analyzer or Analyzer()
+        self.name = collection or self.settings.collection
+        self.pinned_space = space
+        self.cache = cache
+        self._counter = counter
+        self._chunker: Chunker | None = None
+        self._collection: Collection | None = None
+        self._limiter = anyio.CapacityLimiter(1)
+        self._write_lock = anyio.Lock()
+        self._pending_cache: tuple[float, int] | None = None
+
+    @classmethod
+    @asynccontextmanager
+    async def open(
+        cls,
+        settings: Settings,
+        *,
+        chain: EmbeddingChain | None = None,
+        collection: str | None = None,
+        space: EmbeddingSpace | None = None,
+    ) -> AsyncIterator[DocumentIndex]:
+        """The index the settings describe, opened; closes everything it opened on exit.
+
+        Args:
+            settings: the whole configuration (data dir, ``[index]``, ``[embeddings]``, ``[lexical]``).
+            chain: an embedding chain to use (entered by the caller); built from the settings and
+                entered here otherwise.
+            collection: the collection name (``settings.index.collection`` by default).
+            space: pin the embedding space (see the class).
+        """
+        from simone.providers.embeddings import EmbeddingCache, build_chain
+
+        async with AsyncExitStack() as stack:
+            if chain is None:
+                chain = await stack.enter_async_context(build_chain(settings.embeddings))
+            cache = None
+            if settings.embeddings.cache:
+                cache = await stack.enter_async_context(EmbeddingCache.in_data_dir(settings.data_dir))
+            store = await stack.enter_async_context(DocumentStore(Path(settings.data_dir) / INDEX_FOLDER))
+            index = cls(
+                store,
+                chain,
+                analyzer=Analyzer.from_settings(settings.lexical),
+                settings=settings.index,
+                collection=collection,
+                space=space,
+                cache=cache,
+            )
+            await stack.enter_async_context(index)
+            yield index
+
+    async def __aenter__(self) -> DocumentIndex:
+        await self.store.open()
+        await self._open_collection()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self._collection = None
+
+    # -- collection and space ---------------------------------------------------------------------
+
+    async def _open_collection(self) -> Collection | None:
+        if self._collection is None:
+            collection = await self.store.open_collection(self.name)
+            if collection is not None and self.pinned_space is not None:
+                if collection.space != self.pinned_space:
+                    raise EmbeddingSpaceMismatch(
+                        f"collection {self.name!r} holds vectors of space {collection.space.key} "
+                        f"({'normalised' if collection.space.normalized else 'raw'}), not "
+                        f"{self.pinned_space.key}; vectors of different models cannot be compared. "
+                        "Index into a new collection for the new model, then drop the old one",
+                        provider="document-index",
+                    )
+            self._collection = collection
+        return self._collection
+
+    @property
+    def collection(self) -> Collection | None:
+        """The open collection, or ``None`` when nothing was indexed yet."""
+        return self._collection
+
+    @property
+    def space(self) -> EmbeddingSpace | None:
+        """The collection's embedding space (``None`` before the first index run)."""
+        return self._collection.space if self._collection is not None else None
+
+    async def _ensure_collection(self) -> Collection:
+        collection = await self._open_collection()
+        if collection is not None:
+            return collection
+        space = self.pinned_space or await self.chain.select_space()
+        self._collection = await self.store.create_collection(self.name, space)
+        return self._collection
+
+    @property
+    def chunker(self) -> Chunker:
+        """The chunker, sized with the embedding model's tokenizer."""
+        if self._chunker is None:
+            counter = self._counter or _bundled_counter(self.chain)
+            self._chunker = Chunker(
+                counter,
+                max_tokens=self.settings.chunk_tokens,
+                overlap_tokens=self.settings.chunk_overlap_tokens,
+            )
+        return self._chunker
+
+    # -- indexing ---------------------------------------------------------------------------------
+
+    async def index_paths(
+        self,
+        paths: Sequence[str | Path],
+        *,
+        project: str = "",
+        progress: ProgressCallback | None = None,
+        embed: bool = True,
+    ) -> IndexReport:
+        """Index the files under ``paths`` for ``project`` (``""``: visible to every project).
+
+        Args:
+            paths: files or folders.
+            project: the project the chunks belong to.
+            progress: called with the running report after every batch.
+            embed: embed new chunks now (``False`` stores them pending, e.g. for a quick lexical index).
+
+        Raises:
+            InvalidRequest: a path does not exist.
+            ProviderError: the collection's space could not be chosen (no embedder answered).
+        """
+        started = time.perf_counter()
+        if not paths:
+            raise InvalidRequest("give at least one file or folder to index")
+        async with self._write_lock:
+            collection = await self._ensure_collection()
+            report = IndexReport(collection=self.name, space=collection.space.key)
+            found = await self._discover(paths)
+            sources = [item for item in found if isinstance(item, SourceFile)]
+            report.skipped.extend(item for item in found if isinstance(item, SkippedFile))
+            report.files_total = len(sources)
+            existing = await collection.file_states(project)
+            roots = [_absolute(p) for p in paths]
+            state = _RunState(embed=embed)
+            seen: set[str] = set()
+            batch: list[_Prepared] = []
+            batch_chunks = 0
+            self._notify(progress, report)
+            for group_start in range(0, len(sources), 16):
+                group = sources[group_start : group_start + 16]
+                prepared = await anyio.to_thread.run_sync(
+                    self._prepare_group, group, existing, project, limiter=self._limiter
+                )
+                for item in prepared:
+                    report.files_done += 1
+                    if item.skipped is not None:
+                        report.skipped.append(item.skipped)
+                        if not item.skipped.stale:
+                            seen.add(item.path)
+                        continue
+                    seen.add(item.path)
+                    if item.unchanged:
+                        report.files_unchanged += 1
+                        continue
+                    batch.append(item)
+                    batch_chunks += len(item.chunks or ())
+                if batch_chunks >= self.settings.write_batch_chunks:
+                    await self._write_batch(collection, project, batch, report, state)
+                    batch, batch_chunks = [], 0
+                self._notify(progress, report)
+            if batch:
+                await self._write_batch(collection, project, batch, report, state)
+            gone = sorted(
+                path for path in existing if path not in seen and any(_under(path, root) for root in roots)
+            )
+            if gone:
+                await collection.delete_files(project, gone)
+                report.files_deleted = len(gone)
+            self._notify(progress, report)
+            if embed and state.error is None:
+                await self._embed_pending(collection, report, state, progress)
+            if report.chunks or report.files_deleted or report.pending_filled:
+                report.maintenance = await self._maintain(collection)
+            self._pending_cache = None
+            report.pending_left = await collection.pending_count()
+            report.elapsed_s = time.perf_counter() - started
+            self._notify(progress, report)
+            return report
+
+    async def embed_pending(self, *, progress: ProgressCallback | None = None) -> IndexReport:
+        """Embed the chunks waiting for a vector (``simone index --embed-pending``)."""
+        started = time.perf_counter()
+        async with self._write_lock:
+            collection = await self._open_collection()
+            if collection is None:
+                raise ProviderNotConfigured(
+                    f"collection {self.name!r} does not exist yet; run 'simone index PATH' first",
+                    provider="document-index",
+                )
+            report = IndexReport(collection=self.name, space=collection.space.key)
+            state = _RunState(embed=True)
+            await self._embed_pending(collection, report, state, progress)
+            if report.pending_filled:
+                report.maintenance = await self._maintain(collection)
+            self._pending_cache = None
+            report.pending_left = await collection.pending_count()
+            report.elapsed_s = time.perf_counter() - started
+            self._notify(progress, report)
+            return report
+
+    async def info(self) -> CollectionInfo | None:
+        """The collection's counts and indexes (``None`` before the first index run)."""
+        collection = await self._open_collection()
+        return await collection.info() if collection is not None else None
+
+    async def pending_count(self, *, max_age_s: float = 5.0) -> int:
+        """Chunks waiting for a vector (cached for ``max_age_s`` seconds; writes refresh it)."""
+        collection = self._collection
+        if collection is None:
+            return 0
+        cached = self._pending_cache
+        if cached is not None and time.monotonic() - cached[0] < max_age_s:
+            return cached[1]
+        count = await collection.pending_count()
+        self._pending_cache = (time.monotonic(), count)
+        return count
+
+    def provider(self, name: str = "documents") -> Any:
+        """A :class:`~simone.providers.documents.DocumentIndexProvider` over this index."""
+        from simone.providers.documents._provider import DocumentIndexProvider
+
+        return DocumentIndexProvider(self, name=name)
+
+    # -- internals --------------------------------------------------------------------------------
+
+    async def _discover(self, paths: Sequence[str | Path]) -> list[SourceFile | SkippedFile]:
+        def run() -> list[SourceFile | SkippedFile]:
+            return list(
+                discover(
+                    paths,
+                    excludes=self.settings.exclude,
+                    max_file_bytes=self.settings.max_file_bytes,
+                    use_gitignore=self.settings.use_gitignore,
+                )
+            )
+
+        try:
+            return await anyio.to_thread.run_sync(run, limiter=self._limiter)
+        except FileNotFoundError as exc:
+            raise InvalidRequest(f"{exc}; give existing files or folders to index") from exc
+
+    def _prepare_group(
+        self, group: Sequence[SourceFile], existing: dict[str, str], project: str
+    ) -> list[_Prepared]:
+        return [self._prepare(source, existing, project) for source in group]
+
+    def _prepare(self, source: SourceFile, existing: dict[str, str], project: str) -> _Prepared:
+        path = source.path.as_posix()
+        data = read_bytes(source, self.settings.max_file_bytes)
+        if isinstance(data, SkippedFile):
+            return _Prepared(source, path, skipped=data)
+        if existing.get(path) == file_digest(data):
+            return _Prepared(source, path, unchanged=True)
+        loaded = load_bytes(source, data)
+        if isinstance(loaded, SkippedFile):
+            return _Prepared(source, path, skipped=loaded)
+        chunks = self.chunker.chunk(loaded, project=project)
+        if not chunks:
+            return _Prepared(source, path, skipped=SkippedFile(source.display, "no text to index"))
+        return _Prepared(
+            source, path, chunks=chunks, terms=[self._terms(c) for c in chunks], notes=loaded.notes
+        )
+
+    def _terms(self, chunk: Chunk) -> str:
+        title = self.analyzer.terms(chunk.title)
+        heading = self.analyzer.terms(
+            " ".join(chunk.heading[1:] if chunk.heading[:1] == (chunk.title,) else chunk.heading)
+        )
+        body = self.analyzer.terms(chunk.text)
+        return " ".join([*(title * TITLE_WEIGHT), *heading, *body])
+
+    async def _vectors(
+        self,
+        collection: Collection,
+        texts: list[str],
+        digests: list[str],
+        report: IndexReport,
+        state: _RunState,
+    ) -> dict[str, npt.NDArray[np.float32]]:
+        """Vectors for ``digests`` from the table, the cache, then the chain; missing ones stay out."""
+        found = await collection.vectors_for(digests)
+        report.reused += sum(1 for d in digests if d in found)
+        wanted = {d: t for d, t in zip(digests, texts, strict=True) if d not in found}
+        if not wanted or not state.embed or state.error is not None:
+            return found
+        space = collection.space
+        step = max(1, self.chain_batch)
+        keys = list(wanted)
+        for start in range(0, len(keys), step):
+            part = keys[start : start + step]
+            part_texts = [wanted[k] for k in part]
+            try:
+                if self.cache is not None:
+                    result = await self.cache.embed(
+                        part_texts,
+                        space=space,
+                        digests=part,
+                        embed=lambda batch: self.chain.embed(batch, space=space, kind="document"),
+                    )
+                    vectors, hits = result.vectors, result.hits
+                else:
+                    vectors = await self.chain.embed(part_texts, space=space, kind="document")
+                    hits = 0
+                collection.check_vectors(vectors, len(part))
+            except ProviderError as exc:
+                state.error = exc
+                report.failures.append(
+                    f"embedding with space {space.key} failed ({exc.kind}): {exc.message}; "
+                    "the remaining chunks are stored as pending and are found by lexical search "
+                    "until 'simone index --embed-pending' (or the next run) embeds them"
+                )
+                return found
+            report.cached += hits
+            report.embedded += len(part) - hits
+            found.update(zip(part, vectors, strict=True))
+        return found
+
+    @property
+    def chain_batch(self) -> int:
+        """Texts per chain call (progress granularity)."""
+        return 256
+
+    async def _write_batch(
+        self,
+        collection: Collection,
+        project: str,
+        batch: list[_Prepared],
+        report: IndexReport,
+        state: _RunState,
+    ) -> None:
+        chunks = [chunk for item in batch for chunk in item.chunks or ()]
+        terms = [t for item in batch for t in item.terms or ()]
+        vectors = await self._vectors(
+            collection, [c.embed_text for c in chunks], [c.digest for c in chunks], report, state
+        )
+        stamp = now()
+        rows = [
+            _row(chunk, term, vectors.get(chunk.digest), stamp)
+            for chunk, term in zip(chunks, terms, strict=True)
+        ]
+        table = collection.to_arrow(rows)
+        await collection.replace_files(project, [item.path for item in batch], table)
+        report.files_indexed += len(batch)
+        report.chunks += len(chunks)
+        report.pending += sum(1 for row in rows if row["vector"] is None)
+
+    async def _embed_pending(
+        self,
+        collection: Collection,
+        report: IndexReport,
+        state: _RunState,
+        progress: ProgressCallback | None,
+    ) -> None:
+        total = await collection.pending_count()
+        rounds = total // self.settings.write_batch_chunks + 2
+        for _ in range(rounds):
+            if state.error is not None:
+                return
+            rows = await collection.pending_rows(self.settings.write_batch_chunks)
+            if rows.num_rows == 0:
+                return
+            contexts = rows.column("context").to_pylist()
+            texts = rows.column("text").to_pylist()
+            digests = rows.column("digest").to_pylist()
+            embed_texts = [f"{c}\n{t}" if c else t for c, t in zip(contexts, texts, strict=True)]
+            vectors = await self._vectors(collection, embed_texts, digests, report, state)
+            keep = [i for i, d in enumerate(digests) if d in vectors]
+            if not keep:
+                return
+            subset = rows.take(keep)
+            matrix = np.stack([vectors[digests[i]] for i in keep]).astype(np.float32)
+            await collection.fill_vectors(subset, matrix)
+            report.pending_filled += len(keep)
+            self._notify(progress, report)
+
+    async def _maintain(self, collection: Collection) -> list[str]:
+        return await collection.maintain(
+            ann_min_rows=self.settings.ann_min_rows, ann_kind=self.settings.ann_index
+        )
+
+    @staticmethod
+    def _notify(progress: ProgressCallback | None, report: IndexReport) -> None:
+        if progress is not None:
+            progress(report)
+
+
+@dataclass(slots=True)
+class _RunState:
+    embed: bool
+    error: ProviderError | None = None
+
+
+def _row(chunk: Chunk, terms: str, vector: npt.NDArray[np.float32] | None, stamp: float) -> dict[str, Any]:
+    context = chunk.embed_text[: -len(chunk.text)].rstrip("\n") if chunk.embed_text != chunk.text else ""
+    return {
+        "id": chunk.id,
+        "project": chunk.project,
+        "path": chunk.path,
+        "title": chunk.title,
+        "heading": " › ".join(chunk.heading),
+        "kind": chunk.kind,
+        "language": chunk.language,
+        "text": chunk.text,
+        "context": context,
+        "terms": terms,
+        "digest": chunk.digest,
+        "file_digest": chunk.file_digest,
+        "line_start": chunk.line_start,
+        "line_end": chunk.line_end,
+        "ordinal": chunk.ordinal,
+        "tokens": chunk.tokens,
+        "indexed_at": stamp,
+        "vector": vector,
+    }
+
+
+def _absolute(path: str | Path) -> str:
+    # os.path.abspath only joins strings with the cwd (no I/O); Path.resolve would follow links.
+    return Path(os.path.abspath(os.fspath(path))).as_posix()
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")

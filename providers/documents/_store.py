@@ -1,0 +1,561 @@
+"""The LanceDB store of the document index: one table per collection.
+
+Each table holds one row per chunk: its text and metadata, the analysed terms (the lexical
+analysis of :class:`simone.runtime.Analyzer` joined by spaces, under a *whitespace* full-text index
+with no stemming, lower-casing or stop words — the analysis already did all that, in every language)
+and the vector, compared by cosine distance. The table records its embedding space in the Arrow
+schema metadata (``simone.space``); vectors of any other space are refused. A row whose space's
+embedder was unavailable is stored with a null vector ("pending embedding") — never a zero vector —
+and filled later.
+
+Writes are ``merge_insert`` upserts keyed by chunk id, one commit per batch of files, so a run killed
+at any point leaves every file either fully old or fully new. LanceDB searches rows that are not yet
+in the full-text or vector index by brute force, so rows written after an index build are found;
+:meth:`Collection.maintain` folds them into the indexes (``optimize``) and builds the ANN index once
+enough rows have vectors.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal, Self
+
+import anyio
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+from simone.runtime import (
+    ConfigError,
+    EmbeddingSpace,
+    EmbeddingSpaceMismatch,
+    InvalidRequest,
+    ProviderUnavailable,
+)
+
+SPACE_KEY = b"simone.space"
+SCHEMA_KEY = b"simone.schema"
+SCHEMA_VERSION = b"1"
+FTS_INDEX = "terms_idx"
+VECTOR_INDEX = "vector_idx"
+
+AnnKind = Literal["ivf_flat", "ivf_hnsw_sq"]
+
+FILTER_COLUMNS: Mapping[str, str] = {
+    "path": "path",
+    "path_prefix": "path",
+    "title": "title",
+    "kind": "kind",
+    "language": "language",
+    "heading": "heading",
+}
+"""Metadata filters a request may use (exact match; ``path_prefix`` matches the start of the path)."""
+
+_TEXT_COLUMNS = (
+    "id",
+    "project",
+    "path",
+    "title",
+    "heading",
+    "kind",
+    "language",
+    "text",
+    "context",
+    "terms",
+    "digest",
+    "file_digest",
+)
+RESULT_COLUMNS = (
+    "id",
+    "project",
+    "path",
+    "title",
+    "heading",
+    "kind",
+    "language",
+    "text",
+    "line_start",
+    "line_end",
+    "digest",
+)
+
+
+def chunk_schema(space: EmbeddingSpace) -> pa.Schema:
+    """The Arrow schema of a collection in ``space`` (the space is in the schema metadata)."""
+    fields = [pa.field(name, pa.string(), nullable=False) for name in _TEXT_COLUMNS]
+    fields += [
+        pa.field("line_start", pa.int32(), nullable=False),
+        pa.field("line_end", pa.int32(), nullable=False),
+        pa.field("ordinal", pa.int32(), nullable=False),
+        pa.field("tokens", pa.int32(), nullable=False),
+        pa.field("indexed_at", pa.float64(), nullable=False),
+        pa.field("vector", pa.list_(pa.float32(), space.dimension), nullable=True),
+    ]
+    metadata = {SPACE_KEY: space.model_dump_json().encode(), SCHEMA_KEY: SCHEMA_VERSION}
+    return pa.schema(fields, metadata=metadata)
+
+
+def sql_string(value: str) -> str:
+    """A SQL string literal (single quotes doubled)."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+def sql_in(column: str, values: Iterable[str]) -> str:
+    """``column IN ('a', 'b')``."""
+    return f"{column} IN ({', '.join(sql_string(v) for v in values)})"
+
+
+def _like_prefix(value: str) -> str:
+    escaped = value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return sql_string(escaped + "%")
+
+
+def build_where(projects: Sequence[str], filters: Mapping[str, object]) -> str:
+    """The SQL filter for a search: the visible projects and the metadata filters.
+
+    Raises:
+        InvalidRequest: an unknown filter key, a non-text value, or ``project`` (scope comes only
+            from the trusted context).
+    """
+    clauses = [sql_in("project", projects)]
+    for key in sorted(filters):
+        value = filters[key]
+        if key == "project":
+            raise InvalidRequest(
+                "'project' cannot be a filter: the project comes from the trusted context only"
+            )
+        if key not in FILTER_COLUMNS:
+            known = ", ".join(sorted(FILTER_COLUMNS))
+            raise InvalidRequest(f"unknown document filter {key!r}; the index filters on: {known}")
+        if not isinstance(value, str):
+            raise InvalidRequest(f"document filter {key!r} takes text, not {type(value).__name__}")
+        if key == "path_prefix":
+            clauses.append(f"path LIKE {_like_prefix(value)} ESCAPE '\\'")
+        else:
+            clauses.append(f"{FILTER_COLUMNS[key]} = {sql_string(value)}")
+    return " AND ".join(clauses)
+
+
+def _translate(exc: Exception, what: str) -> ProviderUnavailable:
+    return ProviderUnavailable(
+        f"LanceDB failed to {what}: {type(exc).__name__}: {exc}", provider="document-index"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class CollectionInfo:
+    """What ``simone doctor`` shows about a collection."""
+
+    name: str
+    space: EmbeddingSpace
+    rows: int
+    pending: int
+    files: int
+    indexes: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One row found by a search, with the leg's own score (BM25, or cosine similarity)."""
+
+    row: dict[str, Any]
+    score: float
+
+
+class DocumentStore:
+    """The LanceDB database that holds the collections.
+
+    Args:
+        uri: a local folder (made absolute; a relative path starting with ``db`` would be taken for
+            LanceDB Cloud otherwise) or an object-store URI such as ``s3://bucket/index``.
+    """
+
+    def __init__(self, uri: str | os.PathLike[str]) -> None:
+        text = os.fspath(uri)
+        self.uri = text if "://" in text else str(Path(text).expanduser().resolve())
+        self._db: Any = None
+
+    async def __aenter__(self) -> Self:
+        await self.open()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    async def open(self) -> None:
+        """Connect (creating a local folder when needed)."""
+        import lancedb
+
+        if self._db is not None:
+            return
+        if "://" not in self.uri:
+            await anyio.to_thread.run_sync(lambda: Path(self.uri).mkdir(parents=True, exist_ok=True))
+        try:
+            self._db = await lancedb.connect_async(self.uri)
+        except Exception as exc:  # translated in one place
+            raise _translate(exc, f"open {self.uri}") from exc
+
+    def close(self) -> None:
+        """Drop the connection."""
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    @property
+    def db(self) -> Any:
+        """The open ``lancedb.AsyncConnection``."""
+        if self._db is None:
+            raise ConfigError("the document store is not open; use 'async with DocumentStore(...)'")
+        return self._db
+
+    async def collection_names(self) -> list[str]:
+        """The names of the tables in the database."""
+        response = await self.db.list_tables()
+        names = getattr(response, "tables", response)
+        return sorted(str(name) for name in names)
+
+    async def open_collection(self, name: str) -> Collection | None:
+        """The existing collection ``name``, or ``None``.
+
+        Raises:
+            EmbeddingSpaceMismatch: the table was not made by simone, has no recorded space, or its
+                vector column does not match the space it records.
+        """
+        if name not in await self.collection_names():
+            return None
+        table = await self.db.open_table(name)
+        schema: pa.Schema = await table.schema()
+        space = space_of_schema(name, schema)
+        return Collection(name, table, space)
+
+    async def create_collection(self, name: str, space: EmbeddingSpace) -> Collection:
+        """Create the collection ``name`` in ``space`` (fails if it exists)."""
+        if not name or any(ch in name for ch in "/\\ ") or name.startswith("."):
+            raise ConfigError(f"invalid collection name {name!r}: use letters, digits, '-' and '_'")
+        schema = chunk_schema(space)
+        try:
+            table = await self.db.create_table(name, schema=schema)
+        except Exception as exc:  # translated in one place
+            existing = await self.open_collection(name)
+            if existing is not None:
+                return existing
+            raise _translate(exc, f"create the table {name}") from exc
+        return Collection(name, table, space)
+
+    async def drop_collection(self, name: str) -> None:
+        """Delete the collection ``name`` and its files."""
+        await self.db.drop_table(name)
+
+
+def space_of_schema(name: str, schema: pa.Schema) -> EmbeddingSpace:
+    """The embedding space a table records, checked against its vector column."""
+    metadata = schema.metadata or {}
+    raw = metadata.get(SPACE_KEY)
+    if raw is None:
+        raise EmbeddingSpaceMismatch(
+            f"table {name!r} records no embedding space (it was not created by simone's document "
+            "index); index into another collection name or drop that table",
+            provider="document-index",
+        )
+    try:
+        space = EmbeddingSpace.model_validate_json(raw)
+    except ValueError as exc:
+        raise EmbeddingSpaceMismatch(
+            f"table {name!r} has an unreadable embedding space record: {exc}", provider="document-index"
+        ) from exc
+    try:
+        field = schema.field("vector")
+    except KeyError:
+        field = None
+    dimension = getattr(field.type, "list_size", None) if field is not None else None
+    if dimension != space.dimension:
+        raise EmbeddingSpaceMismatch(
+            f"table {name!r} records space {space.key} but its vector column holds {dimension} "
+            "dimensions; the table is damaged or was altered: re-index into a new collection",
+            provider="document-index",
+        )
+    return space
+
+
+class Collection:
+    """One table of chunks in one embedding space."""
+
+    def __init__(self, name: str, table: Any, space: EmbeddingSpace) -> None:
+        self.name = name
+        self.table = table
+        self.space = space
+        self.schema = chunk_schema(space)
+
+    # -- reading -----------------------------------------------------------------------------------
+
+    async def count(self, where: str | None = None) -> int:
+        """Rows matching ``where`` (all rows without it)."""
+        return int(await self.table.count_rows(where))
+
+    async def pending_count(self) -> int:
+        """Rows waiting for their vector."""
+        return await self.count("vector IS NULL")
+
+    async def file_states(self, project: str) -> dict[str, str]:
+        """``path → file digest`` of every file indexed for ``project``."""
+        table = await (
+            self.table.query()
+            .where(f"project = {sql_string(project)}")
+            .select(["path", "file_digest"])
+            .to_arrow()
+        )
+        paths = table.column("path").to_pylist()
+        digests = table.column("file_digest").to_pylist()
+        return dict(zip(paths, digests, strict=True))
+
+    async def vectors_for(self, digests: Iterable[str]) -> dict[str, npt.NDArray[np.float32]]:
+        """Vectors already stored for these chunk digests (reuse instead of re-embedding)."""
+        wanted = sorted(set(digests))
+        found: dict[str, npt.NDArray[np.float32]] = {}
+        for start in range(0, len(wanted), 500):
+            part = wanted[start : start + 500]
+            table = await (
+                self.table.query()
+                .where(f"{sql_in('digest', part)} AND vector IS NOT NULL")
+                .select(["digest", "vector"])
+                .to_arrow()
+            )
+            if table.num_rows == 0:
+                continue
+            vectors = _vector_matrix(table.column("vector"), self.space.dimension)
+            for digest, vector in zip(table.column("digest").to_pylist(), vectors, strict=True):
+                found.setdefault(digest, vector)
+        return found
+
+    async def pending_rows(self, limit: int) -> pa.Table:
+        """Up to ``limit`` full rows that wait for their vector."""
+        return await self.table.query().where("vector IS NULL").limit(limit).to_arrow()
+
+    async def rows(self, where: str | None = None, columns: Sequence[str] | None = None) -> pa.Table:
+        """Rows matching ``where`` (for tests, the doctor and exports)."""
+        query = self.table.query()
+        if where:
+            query = query.where(where)
+        if columns:
+            query = query.select(list(columns))
+        return await query.to_arrow()
+
+    async def info(self) -> CollectionInfo:
+        """Counts and indexes of the collection."""
+        paths = await self.rows(columns=["path"])
+        indexes = tuple(sorted(f"{i.name}:{i.index_type}" for i in await self.table.list_indices()))
+        return CollectionInfo(
+            name=self.name,
+            space=self.space,
+            rows=paths.num_rows,
+            pending=await self.pending_count(),
+            files=len(set(paths.column("path").to_pylist())),
+            indexes=indexes,
+        )
+
+    # -- writing -----------------------------------------------------------------------------------
+
+    def check_vectors(self, vectors: npt.NDArray[np.float32], count: int) -> None:
+        """Refuse vectors of another shape than ``(count, space.dimension)`` or with non-finite values."""
+        if vectors.ndim != 2 or vectors.shape[0] != count or vectors.shape[1] != self.space.dimension:
+            raise EmbeddingSpaceMismatch(
+                f"collection {self.name!r} holds {self.space.dimension}-dimensional vectors of space "
+                f"{self.space.key}; got an array of shape {vectors.shape}. Embed with that space's "
+                "model, or index into a new collection",
+                provider="document-index",
+            )
+        if not np.isfinite(vectors).all():
+            raise EmbeddingSpaceMismatch(
+                f"refusing non-finite vectors for collection {self.name!r}", provider="document-index"
+            )
+
+    def to_arrow(self, rows: Sequence[Mapping[str, Any]]) -> pa.Table:
+        """Rows (dicts with every column; ``vector`` a float32 array or ``None``) as an Arrow table."""
+        columns: dict[str, pa.Array] = {}
+        for field in self.schema:
+            if field.name == "vector":
+                continue
+            columns[field.name] = pa.array([row[field.name] for row in rows], type=field.type)
+        columns["vector"] = _vector_array([row["vector"] for row in rows], self.space.dimension)
+        return pa.Table.from_pydict(columns, schema=self.schema)
+
+    async def replace_files(self, project: str, paths: Sequence[str], rows: pa.Table) -> None:
+        """Make ``rows`` the only chunks of ``paths`` for ``project``, in one atomic commit."""
+        if not paths:
+            return
+        condition = f"project = {sql_string(project)} AND {sql_in('path', paths)}"
+        builder = (
+            self.table.merge_insert("id")
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .when_not_matched_by_source_delete(condition)
+        )
+        await builder.execute(rows if rows.num_rows else self.schema.empty_table())
+
+    async def delete_files(self, project: str, paths: Sequence[str]) -> None:
+        """Delete every chunk of ``paths`` for ``project``."""
+        for start in range(0, len(paths), 500):
+            part = paths[start : start + 500]
+            await self.table.delete(f"project = {sql_string(project)} AND {sql_in('path', part)}")
+
+    async def fill_vectors(self, rows: pa.Table, vectors: npt.NDArray[np.float32]) -> None:
+        """Store ``vectors`` in the (pending) ``rows``; rows changed meanwhile are left alone."""
+        self.check_vectors(vectors, rows.num_rows)
+        index = rows.schema.get_field_index("vector")
+        updated = rows.set_column(
+            index, self.schema.field("vector"), _vector_array(list(vectors), self.space.dimension)
+        )
+        await (
+            self.table.merge_insert("id")
+            .when_matched_update_all(where="target.vector IS NULL")
+            .execute(updated.cast(self.schema))
+        )
+
+    # -- indexes -----------------------------------------------------------------------------------
+
+    async def index_names(self) -> dict[str, Any]:
+        """The table's indexes by name."""
+        return {index.name: index for index in await self.table.list_indices()}
+
+    async def maintain(
+        self,
+        *,
+        ann_min_rows: int,
+        ann_kind: AnnKind,
+        force_ann: bool = False,
+    ) -> list[str]:
+        """Build the FTS index if missing, fold new rows into the indexes, build the ANN index.
+
+        Returns what was done, in plain words.
+        """
+        from lancedb.index import FTS
+
+        done: list[str] = []
+        indexes = await self.index_names()
+        rows = await self.count()
+        if rows == 0:
+            return done
+        if FTS_INDEX not in indexes:
+            await self.table.create_index(
+                "terms",
+                config=FTS(
+                    base_tokenizer="whitespace",
+                    lower_case=False,
+                    stem=False,
+                    remove_stop_words=False,
+                    ascii_folding=False,
+                    max_token_length=64,
+                    with_position=False,
+                ),
+                name=FTS_INDEX,
+            )
+            done.append("built the full-text index")
+        embedded = rows - await self.pending_count()
+        if VECTOR_INDEX not in indexes and (embedded >= ann_min_rows or (force_ann and embedded >= 256)):
+            await self.build_ann(ann_kind, embedded)
+            done.append(f"built the {ann_kind} vector index over {embedded:,} vectors")
+        stats = await self.table.index_stats(FTS_INDEX)
+        behind = stats.num_unindexed_rows if stats is not None else 0
+        if behind or len(done) == 0:
+            await self.table.optimize()
+            if behind:
+                done.append(f"added {behind:,} rows to the indexes")
+        return done
+
+    async def build_ann(self, kind: AnnKind, rows: int) -> None:
+        """(Re)build the vector index of ``kind`` with about sqrt(rows) partitions."""
+        from lancedb.index import HnswSq, IvfFlat
+
+        partitions = max(1, int(math.sqrt(rows)))
+        config: Any
+        if kind == "ivf_flat":
+            config = IvfFlat(distance_type="cosine", num_partitions=partitions)
+        else:
+            config = HnswSq(distance_type="cosine", num_partitions=max(1, partitions // 16))
+        await self.table.create_index("vector", config=config, name=VECTOR_INDEX, replace=True)
+
+    # -- searching ---------------------------------------------------------------------------------
+
+    async def search_terms(self, terms: str, where: str, limit: int) -> list[Hit]:
+        """BM25 over the analysed-terms column (LanceDB's FTS), best first."""
+        if not terms.strip():
+            return []
+        table = await (
+            self.table.query()
+            .nearest_to_text(terms, columns="terms")
+            .where(where)
+            .select([*RESULT_COLUMNS, "_score"])
+            .limit(limit)
+            .to_arrow()
+        )
+        scores = table.column("_score").to_pylist()
+        rows = table.drop_columns(["_score"]).to_pylist()
+        return [Hit(row, float(score)) for row, score in zip(rows, scores, strict=True)]
+
+    async def search_vector(
+        self,
+        vector: npt.NDArray[np.float32],
+        where: str,
+        limit: int,
+        *,
+        nprobes: int = 20,
+        refine_factor: int | None = 5,
+        exact: bool = False,
+    ) -> list[Hit]:
+        """Nearest chunks by cosine distance, best first; the score is the cosine similarity."""
+        self.check_vectors(vector.reshape(1, -1), 1)
+        query = (
+            self.table.query()
+            .nearest_to(vector.astype(np.float32))
+            .column("vector")
+            .distance_type("cosine")
+            .where(where)
+            .select([*RESULT_COLUMNS, "_distance"])
+            .limit(limit)
+        )
+        if exact:
+            query = query.bypass_vector_index()
+        else:
+            query = query.nprobes(nprobes)
+            if refine_factor:
+                query = query.refine_factor(refine_factor)
+        table = await query.to_arrow()
+        distances = table.column("_distance").to_pylist()
+        rows = table.drop_columns(["_distance"]).to_pylist()
+        return [Hit(row, 1.0 - float(distance)) for row, distance in zip(rows, distances, strict=True)]
+
+
+def _vector_array(vectors: Sequence[npt.NDArray[np.float32] | None], dimension: int) -> pa.Array:
+    flat = np.zeros((len(vectors), dimension), dtype=np.float32)
+    mask = np.zeros(len(vectors), dtype=bool)
+    for index, vector in enumerate(vectors):
+        if vector is None:
+            mask[index] = True
+        else:
+            flat[index] = vector
+    values = pa.array(flat.reshape(-1), type=pa.float32())
+    return pa.FixedSizeListArray.from_arrays(values, dimension, mask=pa.array(mask))
+
+
+def _vector_matrix(column: pa.ChunkedArray, dimension: int) -> npt.NDArray[np.float32]:
+    array = column.combine_chunks()
+    values = np.asarray(array.flatten().to_numpy(zero_copy_only=False), dtype=np.float32)
+    return values.reshape(-1, dimension)
+
+
+def now() -> float:
+    """Seconds since the epoch (the ``indexed_at`` column)."""
+    return time.time()
+
+
+def space_json(space: EmbeddingSpace) -> str:
+    """The space as JSON (for reports)."""
+    return json.dumps(space.model_dump(), sort_keys=True)
