@@ -305,7 +305,7 @@ class Status(StrEnum):
     FORBIDDEN = "forbidden"
 
 
-ExclusionReason = Literal["duplicate", "over_budget", "beyond_limit", "not_relevant"]
+ExclusionReason = Literal["duplicate", "over_budget", "not_relevant"]
 
 
 class Exclusion(_Frozen):
@@ -323,7 +323,10 @@ class BudgetReport(_Frozen):
     """How the evidence was packed into the token budget.
 
     ``included + truncated + omitted + duplicates_dropped`` equals the number of items the
-    providers returned; every item left out is listed in ``exclusions``.
+    providers returned. Every item left out is listed: duplicates and items over budget in
+    ``exclusions`` (with the reason and detail), items ranked below the request's ``limit`` by id in
+    ``beyond_limit`` (fused order; a provider returning 100 hits for a limit of 10 would otherwise
+    cost a model object per hit on every request).
     """
 
     max_tokens: int
@@ -334,6 +337,7 @@ class BudgetReport(_Frozen):
     duplicates_dropped: int
     estimator: str
     exclusions: list[Exclusion] = Field(default_factory=list)
+    beyond_limit: list[str] = Field(default_factory=list)
 
 
 class Contribution(_Frozen):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import unicodedata
-import zlib
 from collections.abc import Iterable
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
@@ -12,6 +11,12 @@ NEAR_DUPLICATE_JACCARD = 0.9
 
 SHINGLE_CHARS = 5
 """Character shingles work in every script (no word segmentation needed); 5 keeps them selective."""
+
+WORD_SHINGLE_MIN_WORDS = 8
+"""Below this many words, word 3-grams are too few to compare; characters are used instead."""
+
+MAX_WORD_CHARS = 15
+"""Average "word" length above which the text is not really space-separated (CJK runs, URLs)."""
 
 MAX_SHINGLE_CHARS = 4000
 """Only the first characters are shingled: enough to tell passages apart, bounded in time."""
@@ -93,27 +98,32 @@ def is_url(locator: str) -> bool:
     return head.startswith("http://") or head.startswith("https://")
 
 
-def shingles(text: str, size: int = SHINGLE_CHARS) -> frozenset[int]:
-    """Hashed character shingles of the normalised text (NFKC, case fold, whitespace collapsed)."""
-    normalised = " ".join(unicodedata.normalize("NFKC", text[:MAX_SHINGLE_CHARS]).casefold().split())
+Shingles = frozenset[tuple[str, ...]]
+
+
+def shingles(text: str, size: int = SHINGLE_CHARS) -> Shingles:
+    """Shingles of the normalised text (NFKC, case fold, whitespace collapsed).
+
+    Text made of space-separated words gets word 3-grams (cheap, and as selective); text without
+    spaces (Chinese, Japanese, Thai…) gets character ``size``-grams, which need no segmentation.
+    Built with ``zip`` over shifted sequences so the work stays in C.
+    """
+    words = unicodedata.normalize("NFKC", text[:MAX_SHINGLE_CHARS]).casefold().split()
+    if len(words) >= WORD_SHINGLE_MIN_WORDS and sum(map(len, words)) <= MAX_WORD_CHARS * len(words):
+        return frozenset(zip(words, words[1:], words[2:], strict=False))
+    normalised = " ".join(words)
     if len(normalised) <= size:
-        return (
-            frozenset({zlib.crc32(normalised.encode("utf-8", "surrogatepass"))})
-            if normalised
-            else frozenset()
-        )
-    data = normalised
-    return frozenset(
-        zlib.crc32(data[i : i + size].encode("utf-8", "surrogatepass")) for i in range(len(data) - size + 1)
-    )
+        return frozenset({(normalised,)}) if normalised else frozenset()
+    return frozenset(zip(*(normalised[i:] for i in range(size)), strict=False))
 
 
-def jaccard(left: frozenset[int], right: frozenset[int]) -> float:
+def jaccard(left: Shingles, right: Shingles) -> float:
     """Jaccard similarity of two shingle sets (1.0 for two empty sets)."""
     if not left and not right:
         return 1.0
-    union = len(left | right)
-    return len(left & right) / union if union else 0.0
+    common = len(left & right)
+    union = len(left) + len(right) - common
+    return common / union if union else 0.0
 
 
 class DuplicateFinder:
@@ -127,7 +137,7 @@ class DuplicateFinder:
         self.threshold = threshold
         self._digests: dict[str, str] = {}
         self._urls: dict[str, str] = {}
-        self._shingles: list[tuple[str, frozenset[int], int]] = []
+        self._shingles: list[tuple[str, Shingles, int]] = []
 
     def check(self, item_id: str, digest: str, locator: str, content: str) -> tuple[str, str] | None:
         """Return ``(kept_id, why)`` if the item duplicates a kept one; otherwise remember it."""

@@ -38,6 +38,54 @@ def dedupe_ranking(ids: Sequence[str], keys: Sequence[Sequence[str]] | None = No
     return kept, len(ids) - len(kept)
 
 
+def rrf_scores(
+    rankings: Mapping[str, Sequence[str]],
+    *,
+    k: int = RRF_K,
+    weights: Mapping[str, float] | None = None,
+) -> dict[str, float]:
+    """The fused score of every id, unsorted (the router's hot path; see :func:`contributions_of`).
+
+    Rankings are visited in name order, and IEEE addition of two terms commutes, so the sums do not
+    depend on the mapping's order.
+    """
+    if k < 1:
+        raise ValueError("the RRF constant k must be >= 1")
+    scores: dict[str, float] = {}
+    for name in sorted(rankings):
+        weight = 1.0 if weights is None else float(weights.get(name, 1.0))
+        if weight < 0:
+            raise ValueError(f"RRF weight of {name!r} must be >= 0")
+        ids = rankings[name]
+        fresh = dict(zip(ids, [weight / (k + rank) for rank in range(1, len(ids) + 1)], strict=True))
+        for item_id in fresh.keys() & scores.keys():
+            fresh[item_id] += scores[item_id]
+        scores.update(fresh)
+    return scores
+
+
+def contributions_of(
+    item_id: str,
+    positions: Mapping[str, Mapping[str, int]],
+    *,
+    k: int = RRF_K,
+    weights: Mapping[str, float] | None = None,
+) -> list[tuple[str, int, float]]:
+    """Each ranking's (name, 1-based rank, contribution) for one item; ``positions`` maps name → id → rank."""
+    out = []
+    for name in sorted(positions):
+        rank = positions[name].get(item_id)
+        if rank is not None:
+            weight = 1.0 if weights is None else float(weights.get(name, 1.0))
+            out.append((name, rank, weight / (k + rank)))
+    return out
+
+
+def rank_positions(rankings: Mapping[str, Sequence[str]]) -> dict[str, dict[str, int]]:
+    """Name → id → 1-based rank, for :func:`contributions_of`."""
+    return {name: dict(zip(ids, range(1, len(ids) + 1), strict=True)) for name, ids in rankings.items()}
+
+
 def rrf(
     rankings: Mapping[str, Sequence[str]],
     *,
@@ -49,19 +97,10 @@ def rrf(
     Returns the fused items sorted by score (descending), ties broken by id (ascending), so the
     result does not depend on the order of ``rankings``.
     """
-    if k < 1:
-        raise ValueError("the RRF constant k must be >= 1")
-    fused: dict[str, Fused] = {}
-    for name in sorted(rankings):
-        weight = 1.0 if weights is None else float(weights.get(name, 1.0))
-        if weight < 0:
-            raise ValueError(f"RRF weight of {name!r} must be >= 0")
-        for position, item_id in enumerate(rankings[name]):
-            rank = position + 1
-            contribution = weight / (k + rank)
-            item = fused.get(item_id)
-            if item is None:
-                item = fused[item_id] = Fused(item_id)
-            item.score += contribution
-            item.contributions.append((name, rank, contribution))
-    return sorted(fused.values(), key=lambda item: (-item.score, item.id))
+    scores = rrf_scores(rankings, k=k, weights=weights)
+    order = sorted(sorted(scores), key=scores.__getitem__, reverse=True)
+    positions = rank_positions(rankings)
+    return [
+        Fused(item_id, scores[item_id], contributions_of(item_id, positions, k=k, weights=weights))
+        for item_id in order
+    ]

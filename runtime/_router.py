@@ -28,7 +28,7 @@ from simone.runtime._contracts import (
 )
 from simone.runtime._dedup import DuplicateFinder
 from simone.runtime._errors import InvalidRequest, ProviderError, UnknownProvider
-from simone.runtime._fusion import RRF_K, dedupe_ranking, rrf
+from simone.runtime._fusion import RRF_K, contributions_of, rank_positions, rrf_scores
 from simone.runtime._packing import MIN_TRUNCATION_TOKENS, CharEstimator, PackItem, TokenEstimator, pack
 from simone.runtime._provider import Provider
 
@@ -237,6 +237,7 @@ class Router:
         outcomes: list[ProviderHits | ProviderFailure],
         max_tokens: int,
     ) -> RetrievalResult:
+        # This is the hot path of every request: plain dicts and C-level sorts, models only at the end.
         by_id: dict[str, Evidence] = {}
         rankings: dict[str, list[str]] = {}
         exclusions: list[Exclusion] = []
@@ -261,28 +262,38 @@ class Router:
             failures.extend(outcome.leg_failures)
             items = outcome.evidence
             returned_total += len(items)
-            kept_idx, dropped_n = dedupe_ranking([e.id for e in items], [(e.digest,) for e in items])
-            kept_set = set(kept_idx)
-            for position, item in enumerate(items):
-                if position not in kept_set:
-                    duplicates += 1
-                    exclusions.append(
-                        Exclusion(
-                            id=item.id,
-                            provider=outcome.provider,
-                            locator=item.locator,
-                            reason="duplicate",
-                            detail="repeated within its provider",
+            ids = [item.id for item in items]
+            digests = [item.digest for item in items]
+            if (
+                len(set(ids)) == len(ids)
+                and len(set(digests)) == len(digests)
+                and not set(ids) & set(digests)
+            ):
+                ranking = ids  # the common case: no duplicates within the provider
+                fresh = dict(zip(ids, items, strict=True))
+            else:  # dedup within the provider first: one rank per item (by id or digest)
+                seen: set[str] = set()
+                ranking = []
+                fresh = {}
+                for item in items:
+                    if item.id in seen or item.digest in seen:
+                        duplicates += 1
+                        exclusions.append(
+                            Exclusion(
+                                id=item.id,
+                                provider=outcome.provider,
+                                locator=item.locator,
+                                reason="duplicate",
+                                detail="repeated within its provider",
+                            )
                         )
-                    )
-            ranking: list[str] = []
-            for position in kept_idx:
-                item = items[position]
-                if item.id in by_id:  # the same id from two providers: fused, counted once
+                        continue
+                    seen.add(item.id)
+                    seen.add(item.digest)
                     ranking.append(item.id)
-                    continue
-                by_id[item.id] = item
-                ranking.append(item.id)
+                    fresh[item.id] = item
+            fresh.update(by_id)  # the same id from two providers is one item; the first provider's copy wins
+            by_id = fresh
             rankings[outcome.provider] = ranking
             traces.append(
                 ProviderTrace(
@@ -290,33 +301,25 @@ class Router:
                     outcome="hits",
                     elapsed_ms=outcome.elapsed_ms,
                     returned=len(items),
-                    kept=len(kept_idx),
-                    duplicates_within=dropped_n,
+                    kept=len(ranking),
+                    duplicates_within=len(items) - len(ranking),
                     degraded=list(outcome.degraded),
                     details=dict(outcome.details),
                 )
             )
-        # an id returned by two providers is one item: count the second copy as a duplicate input
-        distinct_inputs = sum(len(r) for r in rankings.values())
-        cross_same_id = distinct_inputs - len(by_id)
+        # an id returned by two providers is one item: count the extra copies as duplicates
+        duplicates += sum(len(r) for r in rankings.values()) - len(by_id)
 
-        fused = rrf(rankings, k=self.rrf_k, weights=self.weights)
+        scores = rrf_scores(rankings, k=self.rrf_k, weights=self.weights)
+        positions = rank_positions(rankings)
+        order = sorted(sorted(scores), key=scores.__getitem__, reverse=True)  # score desc, ties by id
         finder = DuplicateFinder()
         candidates: list[tuple[Evidence, float, int]] = []
         fused_trace: list[FusedItem] = []
-        for item in fused:
-            evidence = by_id[item.id]
-            if len(candidates) >= request.limit:
-                exclusions.append(
-                    Exclusion(
-                        id=evidence.id,
-                        provider=evidence.provider_name,
-                        locator=evidence.locator,
-                        reason="beyond_limit",
-                        detail=f"ranked below the request's limit of {request.limit}",
-                    )
-                )
-                continue
+        position = 0
+        while position < len(order) and len(candidates) < request.limit:
+            evidence = by_id[order[position]]
+            position += 1
             duplicate = finder.check(evidence.id, evidence.digest, evidence.locator, evidence.content)
             if duplicate is not None:
                 duplicates += 1
@@ -330,19 +333,16 @@ class Router:
                     )
                 )
                 continue
-            best_rank = min(rank for _, rank, _ in item.contributions)
-            candidates.append((evidence, item.score, best_rank))
+            parts = contributions_of(evidence.id, positions, k=self.rrf_k, weights=self.weights)
+            candidates.append((evidence, scores[evidence.id], min(rank for _, rank, _ in parts)))
             fused_trace.append(
                 FusedItem(
-                    id=item.id,
-                    fused_score=item.score,
-                    contributions=[
-                        Contribution(provider=name, rank=rank, contribution=value)
-                        for name, rank, value in item.contributions
-                    ],
+                    id=evidence.id,
+                    fused_score=scores[evidence.id],
+                    contributions=[Contribution(provider=n, rank=r, contribution=c) for n, r, c in parts],
                 )
             )
-        duplicates += cross_same_id
+        beyond_limit = order[position:]
 
         packed = pack(
             [PackItem(e.id, e.content, e.provider_name, e.locator) for e, _, _ in candidates],
@@ -377,7 +377,7 @@ class Router:
                     detail=f"needs {tokens} tokens; the budget is {max_tokens}",
                 )
             )
-        omitted = sum(1 for e in exclusions if e.reason != "duplicate")
+        omitted = len(packed.over_budget) + len(beyond_limit)
         budget = BudgetReport(
             max_tokens=max_tokens,
             used_tokens=packed.used_tokens,
@@ -387,8 +387,12 @@ class Router:
             duplicates_dropped=duplicates,
             estimator=self.estimator.label,
             exclusions=exclusions,
+            beyond_limit=beyond_limit,
         )
-        assert budget.included + truncated + omitted + duplicates == returned_total, "packing lost an item"
+        if (
+            budget.included + truncated + omitted + duplicates != returned_total
+        ):  # pragma: no cover - invariant
+            raise AssertionError("packing lost track of an item; please report this as a bug")
 
         status = compute_status(outcomes, len(by_id))
         limitations = _limitations(outcomes, failures, status, evidence_out, budget)
