@@ -13,8 +13,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import platform
+import random
 import statistics
 import time
 from pathlib import Path
