@@ -20,7 +20,6 @@ import time
 from pathlib import Path
 
 import anyio
-
 from simone.providers.testing import FunctionProvider, make_evidence
 from simone.runtime import ProviderResponse, RetrievalRequest, Router, TrustedContext
 
