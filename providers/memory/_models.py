@@ -1,0 +1,568 @@
+"""The records of structured and session memory, and the inputs that create and change them.
+
+Every input model derives from :class:`MemoryArgs`: frozen, ``extra="forbid"``, and refusing any key that
+looks like a scope key (``actor``, ``conversation``, ``client``, ``project``, ``task``, ``thread``,
+``scope``…) at any depth and in any spelling with :class:`~simone.runtime.ScopeViolation`. Scope comes only
+from the :class:`~simone.runtime.TrustedContext`; these models are what tools and the store accept.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from simone.runtime import ScopeViolation
+
+MAX_TITLE_CHARS = 512
+"""Titles, subjects, predicates and task names are short labels, not documents."""
+
+Title = Annotated[str, Field(min_length=1, max_length=MAX_TITLE_CHARS)]
+Body = Annotated[str, Field(max_length=1_000_000)]
+"""A hard ceiling for the wire; the store enforces the configured ``memory.max_body_chars``."""
+RecordId = Annotated[str, Field(min_length=1, max_length=128)]
+Tag = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^\S+$")]
+
+
+class RecordKind(StrEnum):
+    """The kinds of structured memory."""
+
+    NOTE = "note"
+    TODO = "todo"
+    CHECKLIST = "checklist"
+    FACT = "fact"
+    TASK_STATE = "task_state"
+
+
+class NoteStatus(StrEnum):
+    """A note is active until it is archived (its "complete")."""
+
+    ACTIVE = "active"
+    ARCHIVED = "archived"
+
+
+class TodoStatus(StrEnum):
+    """The life of a todo (and of a task state)."""
+
+    PENDING = "pending"
+    IN_PROGRESS = "in_progress"
+    COMPLETED = "completed"
+    BLOCKED = "blocked"
+    CANCELLED = "cancelled"
+
+
+class Priority(StrEnum):
+    """A todo's priority."""
+
+    LOW = "low"
+    NORMAL = "normal"
+    HIGH = "high"
+    URGENT = "urgent"
+
+
+class ChecklistStatus(StrEnum):
+    """A checklist is open until it is completed."""
+
+    OPEN = "open"
+    COMPLETED = "completed"
+
+
+class ItemStatus(StrEnum):
+    """The state of one checklist item."""
+
+    PENDING = "pending"
+    IN_PROGRESS = "in_progress"
+    COMPLETED = "completed"
+    BLOCKED = "blocked"
+    SKIPPED = "skipped"
+
+
+class FactStatus(StrEnum):
+    """A fact is active, superseded by a newer fact, or retired (its "complete")."""
+
+    ACTIVE = "active"
+    SUPERSEDED = "superseded"
+    RETIRED = "retired"
+
+
+STATUSES: dict[RecordKind, type[StrEnum]] = {
+    RecordKind.NOTE: NoteStatus,
+    RecordKind.TODO: TodoStatus,
+    RecordKind.CHECKLIST: ChecklistStatus,
+    RecordKind.FACT: FactStatus,
+    RecordKind.TASK_STATE: TodoStatus,
+}
+"""The status vocabulary of each kind."""
+
+# -- scope guard ---------------------------------------------------------------------------------------
+
+_SCOPE_WORDS = frozenset(
+    {
+        "actor",
+        "conversation",
+        "client",
+        "project",
+        "task",
+        "thread",
+        "scope",
+        "caller",
+        "user",
+        "tenant",
+        "owner",
+        "session",
+        "context",
+        "trustedcontext",
+        "namespace",
+        "workspace",
+        "organization",
+        "org",
+        "visibility",
+        "global",
+    }
+)
+_SUFFIXES = ("uuid", "ids", "id", "name", "key", "ref", "s")
+
+
+def scope_like(key: str) -> bool:
+    """Whether an argument key names a scope (any case, separators, ``_id``/``Id``/``s`` suffixes).
+
+    ``"Project"``, ``"conversation_id"``, ``"threadId"``, ``"ACTOR-NAME"`` and ``"scopes"`` all do.
+    """
+    word = re.sub(r"[^0-9a-z]", "", key.casefold())
+    if word in _SCOPE_WORDS:
+        return True
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and word[: -len(suffix)] in _SCOPE_WORDS:
+            return True
+    return False
+
+
+def find_scope_keys(value: Any, path: str = "") -> list[str]:
+    """Dotted paths of every scope-like key in a JSON-like value (mappings and lists, any depth)."""
+    found: list[str] = []
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            where = f"{path}.{key}" if path else str(key)
+            if isinstance(key, str) and scope_like(key):
+                found.append(where)
+            found.extend(find_scope_keys(item, where))
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            found.extend(find_scope_keys(item, f"{path}[{index}]"))
+    return found
+
+
+def refuse_scope_keys(value: Any, what: str = "memory arguments") -> None:
+    """Raise :class:`ScopeViolation` if ``value`` carries any scope-like key, at any depth."""
+    found = find_scope_keys(value)
+    if found:
+        raise ScopeViolation(
+            f"{what} carry scope fields ({', '.join(found)}); scope comes only from the trusted context "
+            "of the request. Remove these fields; the record is written under the caller's own scope."
+        )
+
+
+class MemoryArgs(BaseModel):
+    """Base of every memory input: frozen, no extra fields, and no scope fields at any depth."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_scope(cls, data: Any) -> Any:
+        # ScopeViolation is not a ValueError, so pydantic lets it through unwrapped.
+        refuse_scope_keys(data, f"{cls.__name__} arguments")
+        return data
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        raise ValueError("timestamps must carry a timezone (e.g. 2026-01-31T12:00:00Z)")
+    return value.astimezone(UTC)
+
+
+def _unique_tags(tags: list[str] | None) -> list[str] | None:
+    if tags is None:
+        return None
+    return list(dict.fromkeys(tags))
+
+
+# -- inputs --------------------------------------------------------------------------------------------
+
+
+class ChecklistItemSpec(MemoryArgs):
+    """An item to create, with optional nested children."""
+
+    text: Title
+    status: ItemStatus = ItemStatus.PENDING
+    children: list[ChecklistItemSpec] = Field(default_factory=list)
+
+
+class _Tagged(MemoryArgs):
+    tags: list[Tag] = Field(default_factory=list)
+
+    _tags = field_validator("tags")(_unique_tags)
+
+
+class NoteCreate(_Tagged):
+    """A new note."""
+
+    kind: Literal["note"] = "note"
+    title: Title
+    body: Body = ""
+
+
+class TodoCreate(_Tagged):
+    """A new todo."""
+
+    kind: Literal["todo"] = "todo"
+    title: Title
+    body: Body = ""
+    status: TodoStatus = TodoStatus.PENDING
+    priority: Priority = Priority.NORMAL
+    due_at: datetime | None = None
+
+    _due = field_validator("due_at")(_utc)
+
+
+class ChecklistCreate(_Tagged):
+    """A new checklist with its ordered (possibly nested) items."""
+
+    kind: Literal["checklist"] = "checklist"
+    title: Title
+    body: Body = ""
+    items: list[ChecklistItemSpec] = Field(default_factory=list)
+
+
+class FactCreate(_Tagged):
+    """A new fact: ``subject predicate object``, valid from ``valid_from`` (default: now).
+
+    ``supersedes`` names a current fact this one replaces: the old one is kept, marked superseded and
+    made valid until this one's ``valid_from``.
+    """
+
+    kind: Literal["fact"] = "fact"
+    subject: Title
+    predicate: Title
+    object: Body
+    source: Annotated[str, Field(max_length=2048)] | None = None
+    confidence: Annotated[float, Field(ge=0.0, le=1.0)] = 1.0
+    valid_from: datetime | None = None
+    valid_until: datetime | None = None
+    supersedes: RecordId | None = None
+
+    _times = field_validator("valid_from", "valid_until")(_utc)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> FactCreate:
+        if self.valid_from and self.valid_until and self.valid_until <= self.valid_from:
+            raise ValueError("valid_until must be after valid_from")
+        return self
+
+
+class TaskStateCreate(_Tagged):
+    """A new task state: a named piece of work, its phase, progress and checkpoint data."""
+
+    kind: Literal["task_state"] = "task_state"
+    name: Title
+    body: Body = ""
+    phase: Annotated[str, Field(max_length=128)] = "started"
+    status: TodoStatus = TodoStatus.IN_PROGRESS
+    progress: Annotated[float, Field(ge=0.0, le=1.0)] = 0.0
+    checkpoint: dict[str, Any] = Field(default_factory=dict)
+
+
+CreateSpec = Annotated[
+    NoteCreate | TodoCreate | ChecklistCreate | FactCreate | TaskStateCreate, Field(discriminator="kind")
+]
+"""Any create input; ``kind`` says which."""
+
+
+class _Patch(MemoryArgs):
+    """A partial update: only the fields that are set change (an explicit ``null`` clears)."""
+
+    id: RecordId
+    tags: list[Tag] | None = None
+
+    _tags = field_validator("tags")(_unique_tags)
+
+
+class NoteUpdate(_Patch):
+    """Change a note."""
+
+    kind: Literal["note"] = "note"
+    title: Title | None = None
+    body: Body | None = None
+    status: NoteStatus | None = None
+
+
+class TodoUpdate(_Patch):
+    """Change a todo."""
+
+    kind: Literal["todo"] = "todo"
+    title: Title | None = None
+    body: Body | None = None
+    status: TodoStatus | None = None
+    priority: Priority | None = None
+    due_at: datetime | None = None
+
+    _due = field_validator("due_at")(_utc)
+
+
+class ChecklistUpdate(_Patch):
+    """Change a checklist's title, body or tags (items have their own operations)."""
+
+    kind: Literal["checklist"] = "checklist"
+    title: Title | None = None
+    body: Body | None = None
+
+
+class FactUpdate(_Patch):
+    """Change a fact's bookkeeping (to change what it states, create a fact that supersedes it)."""
+
+    kind: Literal["fact"] = "fact"
+    source: Annotated[str, Field(max_length=2048)] | None = None
+    confidence: Annotated[float, Field(ge=0.0, le=1.0)] | None = None
+    valid_until: datetime | None = None
+
+    _until = field_validator("valid_until")(_utc)
+
+
+class TaskStateUpdate(_Patch):
+    """Move a task state on: phase, status, progress, checkpoint (replaced whole when given)."""
+
+    kind: Literal["task_state"] = "task_state"
+    name: Title | None = None
+    body: Body | None = None
+    phase: Annotated[str, Field(max_length=128)] | None = None
+    status: TodoStatus | None = None
+    progress: Annotated[float, Field(ge=0.0, le=1.0)] | None = None
+    checkpoint: dict[str, Any] | None = None
+
+
+UpdateSpec = Annotated[
+    NoteUpdate | TodoUpdate | ChecklistUpdate | FactUpdate | TaskStateUpdate, Field(discriminator="kind")
+]
+"""Any update input; ``kind`` says which."""
+
+
+class ItemAdd(MemoryArgs):
+    """Add an item to a checklist, under ``parent_id`` (top level when absent) at ``position``."""
+
+    checklist_id: RecordId
+    text: Title
+    status: ItemStatus = ItemStatus.PENDING
+    parent_id: RecordId | None = None
+    position: Annotated[int, Field(ge=0)] | None = None
+
+
+class ItemUpdate(MemoryArgs):
+    """Change an item's text or status."""
+
+    checklist_id: RecordId
+    item_id: RecordId
+    text: Title | None = None
+    status: ItemStatus | None = None
+
+
+class ItemMove(MemoryArgs):
+    """Move an item (with its children) under ``parent_id`` (top level when absent) at ``position``."""
+
+    checklist_id: RecordId
+    item_id: RecordId
+    parent_id: RecordId | None = None
+    position: Annotated[int, Field(ge=0)] | None = None
+
+
+class ItemRemove(MemoryArgs):
+    """Remove an item and its children."""
+
+    checklist_id: RecordId
+    item_id: RecordId
+
+
+class ListQuery(MemoryArgs):
+    """Which records to list: newest update first, ties by id."""
+
+    kinds: list[RecordKind] | None = None
+    status: list[str] | None = None
+    tags: list[Tag] | None = None
+    include_deleted: bool = False
+    include_inactive_facts: bool = False
+    limit: Annotated[int, Field(ge=1)] = 50
+    offset: Annotated[int, Field(ge=0)] = 0
+
+
+class SearchQuery(MemoryArgs):
+    """A lexical search: BM25 over the analysed title (weight 3) and body, scope filtered."""
+
+    text: Annotated[str, Field(min_length=1, max_length=8192)]
+    kinds: list[RecordKind] | None = None
+    status: list[str] | None = None
+    tags: list[Tag] | None = None
+    include_inactive_facts: bool = False
+    limit: Annotated[int, Field(ge=1)] = 10
+
+
+# -- records -------------------------------------------------------------------------------------------
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ChecklistItem(_Frozen):
+    """One checklist item; ``children`` are its nested items, in order."""
+
+    id: str
+    text: str
+    status: ItemStatus = ItemStatus.PENDING
+    children: tuple[ChecklistItem, ...] = ()
+
+
+class FactFields(_Frozen):
+    """What a fact states and for how long."""
+
+    subject: str
+    predicate: str
+    object: str
+    source: str | None = None
+    confidence: float = 1.0
+    valid_from: datetime
+    valid_until: datetime | None = None
+    supersedes: str | None = None
+    superseded_by: str | None = None
+
+    def current(self, now: datetime) -> bool:
+        """Whether the fact holds at ``now`` (valid_from <= now < valid_until)."""
+        return self.valid_from <= now and (self.valid_until is None or now < self.valid_until)
+
+
+class TaskStateFields(_Frozen):
+    """Where a task stands."""
+
+    phase: str
+    progress: float = 0.0
+    checkpoint: dict[str, Any] = Field(default_factory=dict)
+
+
+class MemoryRecord(_Frozen):
+    """One structured memory record, as stored and as exported.
+
+    Attributes:
+        id: stable id (from the store's id generator).
+        kind: note, todo, checklist, fact or task_state.
+        scope: the scope keys it was written under (empty: explicitly global).
+        title: the title (a fact's subject and predicate; a task state's name).
+        body: free text.
+        tags: labels, in the order given.
+        status: from the kind's vocabulary (see :data:`STATUSES`).
+        priority, due_at: todos only.
+        items: checklists only.
+        fact: facts only.
+        task_state: task states only.
+        created_at, updated_at, completed_at, deleted_at: UTC timestamps; ``deleted_at`` marks a soft delete.
+        revision: 1 on creation, +1 on every change.
+    """
+
+    id: str
+    kind: RecordKind
+    scope: dict[str, str] = Field(default_factory=dict)
+    title: str
+    body: str = ""
+    tags: tuple[str, ...] = ()
+    status: str
+    priority: Priority | None = None
+    due_at: datetime | None = None
+    items: tuple[ChecklistItem, ...] = ()
+    fact: FactFields | None = None
+    task_state: TaskStateFields | None = None
+    created_at: datetime
+    updated_at: datetime
+    completed_at: datetime | None = None
+    deleted_at: datetime | None = None
+    revision: Annotated[int, Field(ge=1)] = 1
+
+    @property
+    def locator(self) -> str:
+        """``memory:<kind>/<id>`` — how evidence points back at the record."""
+        return f"memory:{self.kind.value}/{self.id}"
+
+    @property
+    def is_global(self) -> bool:
+        """Whether the record was written explicitly global (it carries no scope key)."""
+        return not self.scope
+
+
+class SearchHit(_Frozen):
+    """A search result: the record and its BM25 score (higher is better)."""
+
+    record: MemoryRecord
+    score: float
+
+
+class TurnRole(StrEnum):
+    """Who said a turn."""
+
+    USER = "user"
+    ASSISTANT = "assistant"
+    SYSTEM = "system"
+    TOOL = "tool"
+
+
+class Turn(_Frozen):
+    """One turn of a conversation in session memory."""
+
+    id: str
+    scope: dict[str, str]
+    seq: int
+    role: TurnRole
+    content: str
+    created_at: datetime
+
+    @property
+    def locator(self) -> str:
+        """``memory:turn/<id>``."""
+        return f"memory:turn/{self.id}"
+
+
+class SessionSummary(_Frozen):
+    """The summary slot of a conversation: what fell out of the window, condensed by someone."""
+
+    id: str
+    scope: dict[str, str]
+    content: str
+    through_seq: int
+    updated_at: datetime
+
+    @property
+    def locator(self) -> str:
+        """``memory:summary/<id>``."""
+        return f"memory:summary/{self.id}"
+
+
+class SessionHit(_Frozen):
+    """A session-memory search result: a turn or the summary, with its BM25 score."""
+
+    item: Turn | SessionSummary
+    score: float
+
+
+EXPORT_FORMAT: Literal["simone-memory"] = "simone-memory"
+EXPORT_VERSION: Literal[1] = 1
+
+
+class MemoryExport(_Frozen):
+    """The JSON document of ``simone memory export`` (and what import accepts)."""
+
+    format: Literal["simone-memory"] = EXPORT_FORMAT
+    version: Literal[1] = EXPORT_VERSION
+    exported_at: datetime
+    records: list[MemoryRecord] = Field(default_factory=list)
+    turns: list[Turn] = Field(default_factory=list)
+    summaries: list[SessionSummary] = Field(default_factory=list)

@@ -1,0 +1,92 @@
+"""Scope: what a record carries, and which records a trusted context may see.
+
+A record carries the scope keys that were set in the :class:`~simone.runtime.TrustedContext` it was
+written under (or none at all: explicitly global). A context sees a record only if every key the record
+carries is present in the context with the same value; a global record is seen by every context.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+
+from simone.runtime import SCOPE_KEYS, Caller, ScopeViolation, TrustedContext
+
+SCOPE_COLUMNS: tuple[str, ...] = tuple(f"s_{key}" for key in SCOPE_KEYS)
+"""One nullable column per scope key, in the fixed order of ``SCOPE_KEYS``."""
+
+
+def write_scope(
+    context: TrustedContext, *, keys: Sequence[str] | None = None, global_: bool = False
+) -> dict[str, str]:
+    """The scope a new record carries.
+
+    Args:
+        context: the trusted context of the write.
+        keys: carry only these of the context's keys (narrowing; ``actor`` is always kept). ``None``
+            carries every key the context sets.
+        global_: write an explicitly global record (no keys), visible to every context. Only a
+            ``system`` caller (the owner at the CLI, the runtime itself) may do this.
+
+    Raises:
+        ScopeViolation: a key the context does not set, or a global write by a non-system caller.
+    """
+    scope = context.scope()
+    if global_:
+        if context.caller is not Caller.SYSTEM:
+            raise ScopeViolation(
+                f"only a system caller may write global memory; {context.caller.value} writes are kept "
+                "in its own scope. Write without global, or ask the owner to add it from the CLI."
+            )
+        return {}
+    if keys is None:
+        return scope
+    unknown = [key for key in keys if key not in SCOPE_KEYS]
+    if unknown:
+        raise ScopeViolation(f"unknown scope keys {unknown}; the keys are {', '.join(SCOPE_KEYS)}")
+    missing = [key for key in keys if key not in scope]
+    if missing:
+        raise ScopeViolation(
+            f"the trusted context does not set {missing}; a record can only carry keys of its own context"
+        )
+    wanted = {"actor", *keys}
+    return {key: value for key, value in scope.items() if key in wanted}
+
+
+def visible(record_scope: Mapping[str, str], context: TrustedContext) -> bool:
+    """Whether a record with ``record_scope`` is visible to ``context`` (the matching rule, in Python)."""
+    scope = context.scope()
+    return all(scope.get(key) == value for key, value in record_scope.items())
+
+
+def scope_signature(scope: Mapping[str, str]) -> str:
+    """A canonical text of a scope (keys in fixed order), for equality lookups and unique keys."""
+    return json.dumps([[key, scope[key]] for key in SCOPE_KEYS if key in scope], ensure_ascii=False)
+
+
+def scope_values(scope: Mapping[str, str]) -> tuple[str | None, ...]:
+    """The values of the scope columns, in column order (``None`` where the record carries no key)."""
+    return tuple(scope.get(key) for key in SCOPE_KEYS)
+
+
+def scope_from_row(values: Sequence[str | None]) -> dict[str, str]:
+    """The scope dict back from the scope columns."""
+    return {key: value for key, value in zip(SCOPE_KEYS, values, strict=True) if value is not None}
+
+
+def scope_sql(context: TrustedContext, alias: str) -> tuple[str, list[str]]:
+    """The SQL condition (and its parameters) for "visible to ``context``" on table ``alias``.
+
+    For each key the context sets: the record carries no value or the same value; for each key it does
+    not set: the record carries no value.
+    """
+    scope = context.scope()
+    parts: list[str] = []
+    params: list[str] = []
+    for key, column in zip(SCOPE_KEYS, SCOPE_COLUMNS, strict=True):
+        if key in scope:
+            parts.append(f"({alias}.{column} IS NULL OR {alias}.{column} = ?)")
+            params.append(scope[key])
+        else:
+            parts.append(f"{alias}.{column} IS NULL")
+    return " AND ".join(parts), params
