@@ -39,7 +39,17 @@ def test_no_simone_folder_and_no_tests_init() -> None:
 @pytest.mark.slow
 def test_built_wheel_contains_every_module_and_data_file(tmp_path: Path) -> None:
     subprocess.run(
-        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--skip-dependency-check", "--outdir", str(tmp_path), str(ROOT)],
+        [
+            sys.executable,
+            "-m",
+            "build",
+            "--wheel",
+            "--no-isolation",
+            "--skip-dependency-check",
+            "--outdir",
+            str(tmp_path),
+            str(ROOT),
+        ],
         check=True,
         capture_output=True,
     )
