@@ -1,0 +1,223 @@
+"""The built-in tools: retrieve_context, retrieve_memory, delegate_research, web_research.
+
+Each is a plain async function over a router, a selection policy and a research runner the developer
+can swap. Handlers clamp their work to the calling session's ledger and charge what they used; the
+context is always the session's.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field
+from simone.agents._session import (
+    DEFAULT_CHILD_BUDGET,
+    Depth,
+    Freshness,
+    ResearchCaps,
+    ResearchRunner,
+    Session,
+)
+from simone.agents._tools import Tool, ToolContext
+from simone.runtime import (
+    BudgetExceeded,
+    ProviderKind,
+    ProviderNotConfigured,
+    RetrievalRequest,
+    RetrievalResult,
+    Router,
+    SearchMode,
+)
+from simone.workflows.retrieval import SelectionPolicy, retrieve
+
+DEPTH_PRESETS: dict[str, tuple[int, int, int]] = {
+    "basic": (1, 1, 1500),
+    "standard": (3, 2, 4000),
+    "deep": (6, 5, 10000),
+}
+"""(queries, fetches, context tokens) per depth, as in DESIGN.md; per-call values may only lower them."""
+
+
+class _Args(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class RetrieveContextArgs(_Args):
+    """Arguments of ``retrieve_context``."""
+
+    query: Annotated[str, Field(min_length=1, max_length=8192, description="what to look for")]
+    limit: Annotated[int, Field(ge=1, le=50, description="how many items to consider")] = 10
+    max_tokens: Annotated[int | None, Field(ge=1, description="evidence token budget")] = None
+    mode: SearchMode | None = None
+    providers: Annotated[
+        list[str] | None, Field(description="explicit provider names (default: chosen by the policy)")
+    ] = None
+
+
+class RetrieveMemoryArgs(_Args):
+    """Arguments of ``retrieve_memory``."""
+
+    query: Annotated[str, Field(min_length=1, max_length=8192)]
+    limit: Annotated[int, Field(ge=1, le=50)] = 10
+
+
+class ResearchArgs(_Args):
+    """Arguments of ``delegate_research`` and ``web_research``."""
+
+    question: Annotated[str, Field(min_length=1, max_length=2000, description="the question to research")]
+    depth: Depth = "standard"
+    freshness: Freshness = "auto"
+    max_queries: Annotated[int | None, Field(ge=0, description="at most this many searches")] = None
+    max_fetches: Annotated[int | None, Field(ge=0, description="at most this many page fetches")] = None
+
+
+def _clamp_tokens(tool_context: ToolContext, wanted: int | None) -> int:
+    budget = (
+        tool_context.context.token_budget
+        if wanted is None
+        else min(wanted, tool_context.context.token_budget)
+    )
+    if tool_context.ledger is not None:
+        left = tool_context.ledger.available().tokens
+        if left <= 0:
+            raise BudgetExceeded("the session has no evidence tokens left; answer with what you have")
+        budget = min(budget, left)
+    return budget
+
+
+def _charge(tool_context: ToolContext, result: RetrievalResult) -> None:
+    if tool_context.ledger is not None:
+        tool_context.ledger.charge(tokens=result.budget.used_tokens)
+
+
+def builtin_tools(
+    router: Router,
+    *,
+    policy: SelectionPolicy | None = None,
+    research: ResearchRunner | None = None,
+    max_query_chars: int = 8192,
+) -> list[Tool[BaseModel]]:
+    """The built-in tools over ``router`` (retrieval) and ``research`` (the researcher's web research)."""
+
+    async def retrieve_context(tool_context: ToolContext, args: RetrieveContextArgs) -> RetrievalResult:
+        request = RetrievalRequest.create(
+            args.query,
+            max_query_chars=max_query_chars,
+            limit=args.limit,
+            max_tokens=_clamp_tokens(tool_context, args.max_tokens),
+            mode=args.mode,
+            providers=tuple(args.providers) if args.providers else None,
+        )
+        result = await retrieve(router, request, tool_context.context, policy=policy)
+        _charge(tool_context, result)
+        return result
+
+    async def retrieve_memory(tool_context: ToolContext, args: RetrieveMemoryArgs) -> RetrievalResult:
+        names = tuple(
+            name
+            for name, provider in router.providers.items()
+            if provider.kind in (ProviderKind.MEMORY, ProviderKind.SESSION_MEMORY)
+        )
+        if not names:
+            raise ProviderNotConfigured(
+                "no memory provider is registered with this runtime", provider="memory"
+            )
+        request = RetrievalRequest.create(
+            args.query,
+            max_query_chars=max_query_chars,
+            limit=args.limit,
+            max_tokens=_clamp_tokens(tool_context, None),
+            providers=names,
+        )
+        result = await retrieve(router, request, tool_context.context, policy=policy)
+        _charge(tool_context, result)
+        return result
+
+    async def delegate_research(tool_context: ToolContext, args: ResearchArgs) -> BaseModel:
+        session = tool_context.session
+        if not isinstance(session, Session):
+            raise ProviderNotConfigured("delegate_research needs a session to spawn the researcher from")
+        queries, fetches, tokens = DEPTH_PRESETS[args.depth]
+        wanted = DEFAULT_CHILD_BUDGET.model_copy(
+            update={
+                "queries": queries if args.max_queries is None else min(queries, args.max_queries),
+                "fetches": fetches if args.max_fetches is None else min(fetches, args.max_fetches),
+                "tokens": tokens,
+            }
+        )
+        return await session.delegate(args.question, depth=args.depth, budget=wanted)
+
+    async def web_research(tool_context: ToolContext, args: ResearchArgs) -> BaseModel:
+        if research is None:
+            raise ProviderNotConfigured(
+                "web research is not configured: set web.backend (searxng, brave or tavily) and its URL or "
+                "key (SIMONE_WEB__BACKEND, SIMONE_WEB__SEARXNG_URL, SIMONE_WEB__BRAVE_API_KEY…)",
+                provider="web-search",
+            )
+        queries, fetches, tokens = DEPTH_PRESETS[args.depth]
+        if args.max_queries is not None:
+            queries = min(queries, args.max_queries)
+        if args.max_fetches is not None:
+            fetches = min(fetches, args.max_fetches)
+        tokens = min(tokens, tool_context.context.token_budget)
+        wall = tool_context.context.remaining_s() or 60.0
+        ledger = tool_context.ledger
+        if ledger is not None:
+            left = ledger.available()
+            queries, fetches, tokens = (
+                min(queries, left.queries),
+                min(fetches, left.fetches),
+                min(tokens, left.tokens),
+            )
+            wall = min(wall, left.wall_s)
+        caps = ResearchCaps(
+            depth=args.depth,
+            max_queries=queries,
+            max_fetches=fetches,
+            max_context_tokens=tokens,
+            wall_s=max(wall, 1e-3),
+            freshness=args.freshness,
+        )
+        result = await research.run(args.question, tool_context.context, caps)
+        if ledger is not None:
+            spent = research.spend(result)
+            ledger.charge(
+                tokens=min(spent.tokens, caps.max_context_tokens),
+                queries=min(spent.queries, caps.max_queries),
+                fetches=min(spent.fetches, caps.max_fetches),
+            )
+        return result
+
+    tools: list[Tool[BaseModel]] = [
+        Tool(
+            name="retrieve_context",
+            description=(
+                "Find evidence for a query in memory and the indexed documents (providers chosen by the "
+                "selection policy; web search is only for the researcher). Returns numbered evidence."
+            ),
+            args=RetrieveContextArgs,
+            handler=retrieve_context,  # type: ignore[arg-type]
+        ),
+        Tool(
+            name="retrieve_memory",
+            description="Search only the actor's structured and session memory.",
+            args=RetrieveMemoryArgs,
+            handler=retrieve_memory,  # type: ignore[arg-type]
+        ),
+        Tool(
+            name="delegate_research",
+            description=(
+                "Ask a researcher child session to research a current or source-backed question on the web "
+                "within a bounded budget; returns cited web evidence and a confidence."
+            ),
+            args=ResearchArgs,
+            handler=delegate_research,  # type: ignore[arg-type]
+        ),
+        Tool(
+            name="web_research",
+            description="Bounded web research (search, fetch, extract, pack) — researcher only.",
+            args=ResearchArgs,
+            handler=web_research,  # type: ignore[arg-type]
+        ),
+    ]
+    return tools

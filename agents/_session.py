@@ -1,0 +1,262 @@
+"""Sessions: one agent's profile, admitted context, budget ledger and tools — and its researcher children.
+
+A parent session spawns **researcher child sessions** inside a :class:`ChildGroup` (an anyio task
+group): each child gets a budget carved from the parent's (reserved at spawn, settled when it ends),
+a context derived by the runtime (same scope, caller ``researcher``, a deadline no later than the
+parent's), and runs ``web_research`` through the registry under the researcher profile. Children run
+concurrently, can be cancelled one by one or all together, and each ends with a structured result:
+its own, or — when its wall time runs out — a ``budget_exhausted`` one.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal, Protocol
+
+import anyio
+from anyio.abc import TaskGroup
+from pydantic import BaseModel, ConfigDict, Field
+from simone.agents._admission import derive
+from simone.agents._budget import Budget, BudgetLedger
+from simone.agents._tools import RESEARCHER, AgentProfile, ToolContext, ToolRegistry
+from simone.runtime import BudgetExceeded, Caller, ProviderNotConfigured, ScopeViolation, TrustedContext
+
+Depth = Literal["basic", "standard", "deep"]
+Freshness = Literal["auto", "fresh", "cached"]
+
+
+class ResearchCaps(BaseModel):
+    """The bounds one piece of web research runs under (already clamped to the session's budget)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    depth: Depth = "standard"
+    max_queries: Annotated[int, Field(ge=0)]
+    max_fetches: Annotated[int, Field(ge=0)]
+    max_context_tokens: Annotated[int, Field(ge=0)]
+    wall_s: Annotated[float, Field(gt=0)]
+    freshness: Freshness = "auto"
+
+
+class ResearchSpend(BaseModel):
+    """What a piece of research reports it used (read from its result)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    queries: int = 0
+    fetches: int = 0
+    tokens: int = 0
+
+
+class ResearchRunner(Protocol):
+    """Runs bounded web research for a researcher context and returns a structured result.
+
+    ``run`` must respect ``caps``; ``interrupted`` builds the ``budget_exhausted`` result of a run
+    stopped from outside (its wall time ran out); ``spend`` reads what a result used.
+    """
+
+    async def run(self, question: str, context: TrustedContext, caps: ResearchCaps) -> BaseModel:
+        """Research ``question`` within ``caps``."""
+        ...
+
+    def interrupted(self, question: str, caps: ResearchCaps, reason: str) -> BaseModel:
+        """The result of a run stopped before it finished."""
+        ...
+
+    def spend(self, result: BaseModel) -> ResearchSpend:
+        """What ``result`` says was used."""
+        ...
+
+
+ChildStatus = Literal["pending", "running", "done", "cancelled", "failed"]
+
+
+@dataclass
+class ChildHandle:
+    """A researcher child: its question, carved budget, status and result."""
+
+    question: str
+    budget: Budget
+    depth: Depth
+    status: ChildStatus = "pending"
+    result: BaseModel | None = None
+    error: str | None = None
+    _scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    _done: anyio.Event = field(default_factory=anyio.Event)
+
+    def cancel(self) -> None:
+        """Cancel this child (its reservation returns to the parent; status becomes ``cancelled``)."""
+        self._scope.cancel()
+
+    async def wait(self) -> BaseModel | None:
+        """Wait until the child ends; its result (``None`` when cancelled or failed)."""
+        await self._done.wait()
+        return self.result
+
+
+class Session:
+    """One agent's session.
+
+    Args:
+        profile: the role it plays (decides its tools).
+        context: its admitted context (its caller must be the profile's).
+        registry: the runtime's tools.
+        budget: its allotment (a child's is carved from its parent's).
+        research: the research runner children use (``None``: delegation says it is not configured).
+        parent: the parent session of a child.
+        clock: a monotonic clock for the budget.
+    """
+
+    def __init__(
+        self,
+        *,
+        profile: AgentProfile,
+        context: TrustedContext,
+        registry: ToolRegistry,
+        budget: Budget,
+        research: ResearchRunner | None = None,
+        parent: Session | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if context.caller is not profile.caller:
+            raise ScopeViolation(
+                f"a {profile.name} session needs a {profile.caller.value} context, not {context.caller.value}"
+            )
+        self.profile = profile
+        self.context = context
+        self.registry = registry
+        self.ledger = BudgetLedger(budget, clock=clock)
+        self.research = research
+        self.parent = parent
+        self._clock = clock
+        self.children: list[ChildHandle] = []
+
+    def tool_context(self) -> ToolContext:
+        """The context every tool call of this session runs with."""
+        return ToolContext(context=self.context, ledger=self.ledger, session=self)
+
+    async def call(self, name: str, arguments: str | dict[str, Any] | None = None) -> BaseModel:
+        """Call a tool as this session (capability, scope and argument checks apply)."""
+        return await self.registry.call(self.profile, self.tool_context(), name, arguments)
+
+    def group(self) -> ChildGroup:
+        """A group to run researcher children in: ``async with session.group() as g: g.spawn(...)``."""
+        return ChildGroup(self)
+
+    async def delegate(
+        self, question: str, *, depth: Depth = "standard", budget: Budget | None = None
+    ) -> BaseModel:
+        """Run one researcher child to completion and return its structured result."""
+        async with self.group() as group:
+            handle = group.spawn(question, depth=depth, budget=budget)
+        if handle.result is None:
+            raise BudgetExceeded(
+                f"the researcher child ended without a result ({handle.status}: {handle.error})"
+            )
+        return handle.result
+
+
+DEFAULT_CHILD_BUDGET = Budget(tokens=4000, queries=3, fetches=2, wall_s=60.0, max_children=0)
+"""A researcher child's default share (the ``standard`` depth of DESIGN.md), lowered to what is left."""
+
+
+class ChildGroup:
+    """Researcher children of one session running concurrently (an anyio task group)."""
+
+    def __init__(self, parent: Session) -> None:
+        self.parent = parent
+        self._group: TaskGroup | None = None
+        self.handles: list[ChildHandle] = []
+
+    async def __aenter__(self) -> ChildGroup:
+        self._group = anyio.create_task_group()
+        await self._group.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> bool | None:
+        assert self._group is not None
+        return await self._group.__aexit__(*exc_info)
+
+    def spawn(self, question: str, *, depth: Depth = "standard", budget: Budget | None = None) -> ChildHandle:
+        """Start a researcher child with a budget carved from the parent's.
+
+        Raises:
+            BudgetExceeded: too many children are running, or the parent has nothing left to give.
+            ProviderNotConfigured: no research runner is configured.
+        """
+        if self._group is None:
+            raise RuntimeError("spawn inside 'async with session.group() as group'")
+        if self.parent.research is None:
+            raise ProviderNotConfigured(
+                "web research is not configured: set web.backend (searxng, brave or tavily) and its URL "
+                "or key (SIMONE_WEB__BACKEND, SIMONE_WEB__SEARXNG_URL…)",
+                provider="web-search",
+            )
+        carved = self.parent.ledger.carve(budget or DEFAULT_CHILD_BUDGET)
+        handle = ChildHandle(question=question, budget=carved, depth=depth)
+        self.handles.append(handle)
+        self.parent.children.append(handle)
+        self._group.start_soon(self._run, handle)
+        return handle
+
+    def cancel_all(self) -> None:
+        """Cancel every child of this group."""
+        for handle in self.handles:
+            handle.cancel()
+
+    async def _run(self, handle: ChildHandle) -> None:
+        parent = self.parent
+        runner = parent.research
+        assert runner is not None
+        child_ledger_holder: list[Session] = []
+        caps = ResearchCaps(
+            depth=handle.depth,
+            max_queries=handle.budget.queries,
+            max_fetches=handle.budget.fetches,
+            max_context_tokens=handle.budget.tokens,
+            wall_s=handle.budget.wall_s,
+        )
+        handle.status = "running"
+        try:
+            with handle._scope:
+                context = derive(
+                    parent.context,
+                    caller=Caller.RESEARCHER,
+                    token_budget=max(1, handle.budget.tokens),
+                    deadline=time.time() + handle.budget.wall_s,
+                )
+                child = Session(
+                    profile=RESEARCHER,
+                    context=context,
+                    registry=parent.registry,
+                    budget=handle.budget,
+                    research=runner,
+                    parent=parent,
+                    clock=parent._clock,
+                )
+                child_ledger_holder.append(child)
+                with anyio.move_on_after(handle.budget.wall_s) as timer:
+                    handle.result = await child.call(
+                        "web_research", {"question": handle.question, "depth": handle.depth}
+                    )
+                if timer.cancelled_caught:
+                    handle.result = runner.interrupted(
+                        handle.question,
+                        caps,
+                        f"the researcher's wall time of {handle.budget.wall_s:g}s ran out before it finished",
+                    )
+                handle.status = "done"
+            if handle._scope.cancelled_caught and handle.status != "done":
+                handle.status = "cancelled"
+        except Exception as exc:  # noqa: BLE001 -- one child's failure must not sink its siblings
+            handle.status = "failed"
+            handle.error = f"{type(exc).__name__}: {exc}"
+        finally:
+            used = child_ledger_holder[0].ledger.use() if child_ledger_holder else None
+            if used is not None:
+                parent.ledger.settle(handle.budget, used)
+            else:
+                parent.ledger.settle(handle.budget, BudgetLedger(handle.budget).use())
+            handle._done.set()

@@ -1,0 +1,259 @@
+"""Agent profiles and the tool registry: the first of two locks.
+
+A :class:`Tool` is a plain async function ``handler(context, args)`` with a pydantic argument model.
+An :class:`AgentProfile` lists the tools (and tool groups) a role may call. The
+:class:`ToolRegistry` checks, on every call, in this order: the tool exists; the profile may call it
+(else :class:`~simone.runtime.AccessDenied`); the session's context belongs to the profile's role; the
+arguments are a JSON object carrying no scope of their own (else
+:class:`~simone.runtime.ScopeViolation`); they validate against the model (else
+:class:`~simone.runtime.InvalidRequest`). The context passed to the handler is always the session's —
+never anything the model wrote. The providers then check the caller again: the second lock.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+from simone.agents._admission import TRUST_FIELDS
+from simone.agents._budget import BudgetLedger
+from simone.agents._chat import ToolSpec
+from simone.runtime import (
+    SCOPE_KEYS,
+    AccessDenied,
+    Caller,
+    ConfigError,
+    InvalidRequest,
+    ScopeViolation,
+    TrustedContext,
+)
+
+ArgsT = TypeVar("ArgsT", bound=BaseModel)
+
+FORBIDDEN_ARGUMENT_KEYS = frozenset(SCOPE_KEYS) | TRUST_FIELDS
+"""Keys that would carry a scope or a role; tool arguments never may, at any depth."""
+
+
+class UnknownTool(InvalidRequest):
+    """A tool name nobody registered (a model inventing tools gets this)."""
+
+
+class AgentProfile(BaseModel):
+    """A role an agent plays: its caller and the tools it may call.
+
+    Attributes:
+        name: the profile's name.
+        caller: the caller its contexts are admitted under.
+        tools: tool names it may call.
+        groups: tool groups it may call (every tool registered in the group).
+        description: what the role is for (shown to a chat model).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    caller: Caller
+    tools: frozenset[str] = frozenset()
+    groups: frozenset[str] = frozenset()
+    description: str = ""
+
+    def may_call(self, tool: Tool[Any]) -> bool:
+        """Whether this profile may call ``tool``."""
+        return tool.name in self.tools or (tool.group is not None and tool.group in self.groups)
+
+
+ORCHESTRATOR = AgentProfile(
+    name="orchestrator",
+    caller=Caller.ORCHESTRATOR,
+    tools=frozenset({"retrieve_context", "retrieve_memory", "delegate_research"}),
+    groups=frozenset({"memory"}),
+    description=(
+        "You answer the user's question from their memory and documents, and delegate questions that "
+        "need current or source-backed web evidence to a researcher."
+    ),
+)
+"""The orchestrator: memory and documents, the memory tools, and delegation — never the web itself."""
+
+RESEARCHER = AgentProfile(
+    name="researcher",
+    caller=Caller.RESEARCHER,
+    tools=frozenset({"web_research", "retrieve_context"}),
+    description="You research a question on the web within a fixed budget and report cited evidence.",
+)
+"""The researcher: bounded web research, and the same routed retrieval."""
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What a tool handler receives besides its arguments: the session's trusted context and ledger.
+
+    Attributes:
+        context: the admitted context of the calling session (never model output).
+        ledger: the session's budget ledger; handlers clamp their work to it.
+        session: the calling session (for tools that spawn children, such as delegate_research).
+    """
+
+    context: TrustedContext
+    ledger: BudgetLedger | None = None
+    session: Any = None
+
+
+ToolHandler = Callable[[ToolContext, ArgsT], Awaitable[BaseModel]]
+
+
+@dataclass(frozen=True)
+class Tool(Generic[ArgsT]):
+    """A tool: a name, a description, an argument model and an async handler.
+
+    Attributes:
+        name: the name models call it by.
+        description: what it does (shown to models).
+        args: the pydantic model its arguments must validate against (``extra="forbid"`` advised).
+        handler: ``async (tool_context, args) -> result model``; the context is the session's.
+        group: an optional group (``memory``) a profile can grant as a whole.
+    """
+
+    name: str
+    description: str
+    args: type[ArgsT]
+    handler: ToolHandler[ArgsT]
+    group: str | None = None
+
+    def spec(self) -> ToolSpec:
+        """The tool as a model sees it."""
+        schema = self.args.model_json_schema()
+        schema.pop("title", None)
+        return ToolSpec(name=self.name, description=self.description, parameters=schema)
+
+
+@dataclass
+class ToolRegistry:
+    """The tools of a runtime, and the capability check of every call."""
+
+    _tools: dict[str, Tool[Any]] = field(default_factory=dict)
+
+    def register(self, tool: Tool[Any], *, replace: bool = False) -> None:
+        """Add ``tool``; a second tool with the same name is a :class:`ConfigError` unless ``replace``."""
+        if tool.name in self._tools and not replace:
+            raise ConfigError(f"a tool named {tool.name!r} is already registered")
+        self._tools[tool.name] = tool
+
+    def extend(self, tools: Iterable[Tool[Any]]) -> None:
+        """Register several tools."""
+        for tool in tools:
+            self.register(tool)
+
+    def names(self) -> list[str]:
+        """Every registered tool name, sorted."""
+        return sorted(self._tools)
+
+    def get(self, name: str) -> Tool[Any]:
+        """The tool ``name``.
+
+        Raises:
+            UnknownTool: nobody registered it.
+        """
+        try:
+            return self._tools[name]
+        except KeyError:
+            raise UnknownTool(
+                f"there is no tool named {name!r}; available: {', '.join(self.names()) or 'none'}"
+            ) from None
+
+    def for_profile(self, profile: AgentProfile) -> list[Tool[Any]]:
+        """The tools ``profile`` may call, sorted by name."""
+        return [tool for name, tool in sorted(self._tools.items()) if profile.may_call(tool)]
+
+    def specs(self, profile: AgentProfile) -> list[ToolSpec]:
+        """The specs of the tools ``profile`` may call."""
+        return [tool.spec() for tool in self.for_profile(profile)]
+
+    def check(self, profile: AgentProfile, context: TrustedContext, name: str) -> Tool[Any]:
+        """Lock one: the tool exists and ``profile`` may call it from ``context``.
+
+        Raises:
+            UnknownTool: no such tool.
+            AccessDenied: the profile may not call it.
+            ScopeViolation: the context was admitted for another role than the profile's.
+        """
+        tool = self.get(name)
+        if not profile.may_call(tool):
+            raise AccessDenied(
+                f"the {profile.name} may not call {name!r}; its tools are "
+                f"{', '.join(t.name for t in self.for_profile(profile)) or 'none'}",
+                provider=name,
+            )
+        if context.caller is not profile.caller:
+            raise ScopeViolation(
+                f"a {profile.name} session must run in a {profile.caller.value} context, "
+                f"not {context.caller.value}"
+            )
+        return tool
+
+    def parse(self, tool: Tool[ArgsT], arguments: str | Mapping[str, Any] | None) -> ArgsT:
+        """Parse and validate model-supplied ``arguments`` for ``tool``.
+
+        Raises:
+            InvalidRequest: not JSON, not an object, or not valid for the tool.
+            ScopeViolation: the arguments carry scope or role keys at any depth.
+        """
+        if arguments is None or arguments == "":
+            data: object = {}
+        elif isinstance(arguments, str):
+            try:
+                data = json.loads(arguments)
+            except json.JSONDecodeError as exc:
+                raise InvalidRequest(
+                    f"the arguments of {tool.name!r} are not valid JSON ({exc.msg} at {exc.pos}); "
+                    "send a JSON object"
+                ) from exc
+        else:
+            data = dict(arguments)
+        if not isinstance(data, dict):
+            raise InvalidRequest(
+                f"the arguments of {tool.name!r} must be a JSON object, not {type(data).__name__}"
+            )
+        forged = sorted(_scope_keys(data))
+        if forged:
+            raise ScopeViolation(
+                f"the call to {tool.name!r} carries scope of its own ({', '.join(forged)}); scope comes "
+                "only from the admitted context and is never taken from tool arguments"
+            )
+        try:
+            return tool.args.model_validate(data)
+        except ValidationError as exc:
+            reasons = "; ".join(
+                f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}" for err in exc.errors()
+            )
+            raise InvalidRequest(f"invalid arguments for {tool.name!r}: {reasons}") from exc
+
+    async def call(
+        self,
+        profile: AgentProfile,
+        context: TrustedContext | ToolContext,
+        name: str,
+        arguments: str | Mapping[str, Any] | None,
+    ) -> BaseModel:
+        """Check, parse and run one tool call with the session's context (and ledger)."""
+        tool_context = context if isinstance(context, ToolContext) else ToolContext(context=context)
+        tool = self.check(profile, tool_context.context, name)
+        args = self.parse(tool, arguments)
+        return await tool.handler(tool_context, args)
+
+
+def _scope_keys(value: object, depth: int = 0) -> set[str]:
+    if depth > 32:
+        return set()
+    found: set[str] = set()
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(key, str) and key.casefold() in FORBIDDEN_ARGUMENT_KEYS:
+                found.add(key)
+            found |= _scope_keys(item, depth + 1)
+    elif isinstance(value, list):
+        for item in value:
+            found |= _scope_keys(item, depth + 1)
+    return found
