@@ -147,14 +147,28 @@ class WebSettings(_Section):
 
 
 class AgentSettings(_Section):
-    """Chat models and the orchestrator's bounds."""
+    """Chat models, the orchestrator's bounds and the researcher children's budgets.
+
+    Without ``chat_base_url`` and ``chat_model`` the offline extractive model answers. ``sample_docs``
+    is what ``simone ask`` indexes on a fresh machine (default: the ``docs/`` folder of the installed
+    source tree, when present).
+    """
 
     chat_base_url: str | None = None
     chat_model: str | None = None
     chat_api_key: SecretStr | None = None
+    chat_timeout_s: Annotated[float, Field(gt=0, le=600)] = 60.0
+    chat_max_retries: Annotated[int, Field(ge=0, le=10)] = 2
+    fallback_to_extractive: bool = True
     max_steps: Annotated[int, Field(ge=1, le=100)] = 8
     max_tokens: Annotated[int, Field(ge=1)] = 4000
     max_children: Annotated[int, Field(ge=1, le=32)] = 3
+    session_tokens: Annotated[int, Field(ge=1)] = 32_000
+    session_wall_s: Annotated[float, Field(gt=0)] = 300.0
+    child_wall_s: Annotated[float, Field(gt=0)] = 60.0
+    research_depth: Literal["basic", "standard", "deep"] = "standard"
+    min_coverage: Annotated[float, Field(ge=0, le=1)] = 0.5
+    sample_docs: Path | None = None
 
 
 def default_data_dir() -> Path:
