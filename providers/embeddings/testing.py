@@ -105,7 +105,12 @@ class LoopbackEmbeddingServer:
         server.daemon_threads = True
         self._server = server
         self._stopping.clear()
-        self._thread = threading.Thread(target=server.serve_forever, name="loopback-embeddings", daemon=True)
+        self._thread = threading.Thread(
+            target=server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="loopback-embeddings",
+            daemon=True,
+        )
         self._thread.start()
 
     def stop(self) -> None:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
-from typing import Self
+from typing import Self, TypeVar
 
 import anyio
 import numpy as np
@@ -27,9 +27,11 @@ from simone.runtime import (
 )
 from simone.runtime._chain import is_degraded
 
+T = TypeVar("T")
 
-def run(fn, *args):  # type: ignore[no-untyped-def]
-    return anyio.run(fn, *args)
+
+def run(fn: Callable[[], Awaitable[T]]) -> T:
+    return anyio.run(fn)
 
 
 class ReturnsGarbage:
@@ -116,7 +118,8 @@ def test_a_pinned_space_never_falls_back_to_another_space() -> None:
         run(lambda: chain.embed(["a query"], space=space, kind="query"))
 
     assert other.calls == 0, "another space's embedder must never be used"
-    assert chain.health().last_error is not None and "cloud down" in chain.health().last_error
+    last_error = chain.health().last_error
+    assert last_error is not None and "cloud down" in last_error
 
     pinned.error = None
     vectors = run(lambda: chain.embed(["a query"], space=space))
