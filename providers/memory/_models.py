@@ -8,14 +8,15 @@ from the :class:`~simone.runtime.TrustedContext`; these models are what tools an
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-from simone.runtime import ScopeViolation
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from simone.runtime import InvalidRequest, ScopeViolation
 
 MAX_TITLE_CHARS = 512
 """Titles, subjects, predicates and task names are short labels, not documents."""
@@ -566,3 +567,29 @@ class MemoryExport(_Frozen):
     records: list[MemoryRecord] = Field(default_factory=list)
     turns: list[Turn] = Field(default_factory=list)
     summaries: list[SessionSummary] = Field(default_factory=list)
+
+
+def load_export(text: str | bytes) -> MemoryExport:
+    """Parse an export document (JSON text).
+
+    Raises:
+        InvalidRequest: not JSON, or not a simone memory export (the message lists the problems).
+    """
+    try:
+        data = json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InvalidRequest(f"the import is not valid JSON ({exc}); nothing was written") from exc
+    try:
+        return MemoryExport.model_validate(data)
+    except ValidationError as exc:
+        reasons = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or 'document'}: {err['msg']}" for err in exc.errors()[:20]
+        )
+        raise InvalidRequest(
+            f"the import is not a simone memory export ({reasons}); nothing was written"
+        ) from exc
+
+
+def dump_export(document: MemoryExport) -> str:
+    """The export as indented JSON text (what ``simone memory export`` writes)."""
+    return document.model_dump_json(indent=2)

@@ -139,6 +139,8 @@ class SQLiteMemoryStore:
         ids: the id generator (inject :class:`SequentialIds` for exact replays).
         limiter: the thread limiter for blocking SQLite work (default: one thread per store).
         purge_on_open: hard-delete expired soft-deleted records when opening.
+        analyzer_key: identifies the analyzer's configuration (synonyms, ignore words); together with
+            a probe of its output it decides whether stored terms are stale and must be re-analysed.
     """
 
     def __init__(
@@ -151,6 +153,7 @@ class SQLiteMemoryStore:
         ids: IdGenerator | None = None,
         limiter: anyio.CapacityLimiter | None = None,
         purge_on_open: bool = True,
+        analyzer_key: str = "",
     ) -> None:
         if str(path) in ("", ":memory:"):
             raise ConfigError("memory needs a file path (several connections must see one database)")
@@ -161,6 +164,7 @@ class SQLiteMemoryStore:
         self._ids: IdGenerator = ids or random_ids
         self._limiter = limiter or anyio.CapacityLimiter(1)
         self._purge_on_open = purge_on_open
+        self._analyzer_key = analyzer_key
         self._db: sqlite3.Connection | None = None
         self._lock = threading.Lock()
 
@@ -168,7 +172,9 @@ class SQLiteMemoryStore:
     def from_settings(cls, settings: Settings, **kwargs: Any) -> SQLiteMemoryStore:
         """A store at ``settings.memory.path`` or ``settings.data_dir / "memory.sqlite3"``."""
         path = settings.memory.path or settings.data_dir / "memory.sqlite3"
-        kwargs.setdefault("analyzer", Analyzer.from_settings(settings.lexical))
+        if "analyzer" not in kwargs:
+            kwargs["analyzer"] = Analyzer.from_settings(settings.lexical)
+            kwargs.setdefault("analyzer_key", settings.lexical.model_dump_json())
         return cls(path, settings=settings.memory, **kwargs)
 
     @property
@@ -225,7 +231,7 @@ class SQLiteMemoryStore:
                 db.execute("PRAGMA synchronous = NORMAL")
                 if self._analyzer is None:
                     self._analyzer = default_term_analyzer()
-                fingerprint = analyzer_fingerprint(self._analyzer)
+                fingerprint = analyzer_fingerprint(self._analyzer, self._analyzer_key)
                 self._db = db
                 self._write(lambda c: self._prepare(c, fingerprint))
             except Exception as exc:

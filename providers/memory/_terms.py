@@ -52,10 +52,14 @@ def fts_query(terms: Iterable[str]) -> str | None:
     return " OR ".join(f'"{token}"' for token in tokens)
 
 
-def analyzer_fingerprint(analyzer: TermAnalyzer) -> str:
-    """A digest of what the analyzer makes of a fixed probe; a change means stored terms are stale."""
+def analyzer_fingerprint(analyzer: TermAnalyzer, key: str = "") -> str:
+    """A digest of the analyzer's configuration ``key`` and of what it makes of a fixed probe.
+
+    A different fingerprint means the stored terms are stale and must be re-analysed.
+    """
     terms = analyzer.terms(_PROBE)
-    return hashlib.sha256("\x1f".join(terms).encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    raw = "\x1e".join([key, *terms])
+    return hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def default_term_analyzer() -> TermAnalyzer:
