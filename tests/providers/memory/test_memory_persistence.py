@@ -14,6 +14,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
+import anyio
 import pytest
 from simone.providers.memory import (
     SCHEMA_VERSION,
@@ -171,7 +172,7 @@ _CRASHER = textwrap.dedent(
 
 
 @pytest.mark.parametrize("kill_after", [3, 17, 40])
-async def test_killed_writer_leaves_database_consistent(tmp_path: Path, kill_after: int) -> None:
+def test_killed_writer_leaves_database_consistent(tmp_path: Path, kill_after: int) -> None:
     path = tmp_path / "crash.sqlite3"
     script = tmp_path / "crasher.py"
     script.write_text(_CRASHER)
@@ -187,20 +188,25 @@ async def test_killed_writer_leaves_database_consistent(tmp_path: Path, kill_aft
     assert proc.returncode == -signal.SIGKILL
     count = _check_consistent(path)
     assert count >= acknowledged, "every acknowledged write survived"
-    async with SQLiteMemoryStore(path, analyzer=default_analyzer()) as store:
-        context = TrustedContext(actor="crasher", conversation="c")
-        records = await store.list_records(context, ListQuery(limit=200))
-        assert len(records) == min(count, 200)
-        hits = await store.search_records(context, SearchQuery(text="word7", limit=5))
-        assert hits
-        await store.create(context, NoteCreate(title="after the crash"))
+
+    async def reopen() -> None:
+        async with SQLiteMemoryStore(path, analyzer=default_analyzer()) as store:
+            context = TrustedContext(actor="crasher", conversation="c")
+            records = await store.list_records(context, ListQuery(limit=200))
+            assert len(records) == min(count, 200)
+            assert await store.search_records(context, SearchQuery(text="word7", limit=5))
+            await store.create(context, NoteCreate(title="after the crash"))
+
+    anyio.run(reopen)
     assert _check_consistent(path) == count + 1
 
 
 async def _populate(store: SQLiteMemoryStore, alice: TrustedContext, clock: ManualClock) -> None:
     note = await store.create(alice, NoteCreate(title="Round trip", body="body text", tags=["a", "b"]))
     await store.create(alice, TodoCreate(title="todo", priority="urgent", due_at=clock() + timedelta(days=1)))
-    await store.create(alice, ChecklistCreate(title="list", items=[{"text": "x", "children": [{"text": "y"}]}]))
+    await store.create(
+        alice, ChecklistCreate(title="list", items=[{"text": "x", "children": [{"text": "y"}]}])
+    )
     fact = await store.create(alice, FactCreate(subject="s", predicate="p", object="o", confidence=0.7))
     clock.advance(timedelta(hours=1))
     await store.create(alice, FactCreate(subject="s", predicate="p", object="o2", supersedes=fact.id))
@@ -243,7 +249,10 @@ async def test_export_import_round_trip(
 
 
 async def test_invalid_import_writes_nothing(
-    make_store: Callable[..., SQLiteMemoryStore], alice: TrustedContext, system: TrustedContext, clock: ManualClock
+    make_store: Callable[..., SQLiteMemoryStore],
+    alice: TrustedContext,
+    system: TrustedContext,
+    clock: ManualClock,
 ) -> None:
     async with make_store("source.sqlite3") as source:
         await _populate(source, alice, clock)
