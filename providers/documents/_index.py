@@ -303,9 +303,9 @@ class DocumentIndex:
         if not paths:
             raise InvalidRequest("give at least one file or folder to index")
         async with self._write_lock:
+            found = await self._discover(paths)
             collection = await self._ensure_collection()
             report = IndexReport(collection=self.name, space=collection.space.key)
-            found = await self._discover(paths)
             sources = [item for item in found if isinstance(item, SourceFile)]
             report.skipped.extend(item for item in found if isinstance(item, SkippedFile))
             report.files_total = len(sources)

@@ -58,11 +58,13 @@ TEXT_FILENAMES = frozenset(
 )
 
 DEFAULT_EXCLUDES: tuple[str, ...] = (
+    ".*",
     ".git/", ".hg/", ".svn/", "node_modules/", "__pycache__/", ".venv/", "venv/", ".tox/", ".nox/",
     ".mypy_cache/", ".pytest_cache/", ".ruff_cache/", ".hypothesis/", ".simone/", "*.egg-info/",
     ".DS_Store",
 )  # fmt: skip
-"""Always excluded: version-control metadata, virtual environments and tool caches."""
+"""Excluded unless re-included (``!.github/``): hidden files and folders (``.env`` holds secrets),
+version-control metadata, virtual environments and tool caches."""
 
 BINARY_SNIFF_BYTES = 8192
 """How much of a file is looked at for NUL bytes before decoding (binary files have them early)."""
@@ -156,7 +158,9 @@ def classify(path: Path) -> tuple[DocumentKind, str] | None:
     return None
 
 
-def build_excludes(root: Path, patterns: Sequence[str], *, use_gitignore: bool = True) -> pathspec.GitIgnoreSpec:
+def build_excludes(
+    root: Path, patterns: Sequence[str], *, use_gitignore: bool = True
+) -> pathspec.GitIgnoreSpec:
     """The exclude spec for ``root``: defaults, the configured patterns, and ``root/.gitignore``."""
     lines = list(DEFAULT_EXCLUDES) + list(patterns)
     gitignore = root / ".gitignore"
@@ -195,7 +199,9 @@ def discover(
         yield from _walk(start, spec, max_file_bytes)
 
 
-def _walk(root: Path, spec: pathspec.GitIgnoreSpec, max_file_bytes: int) -> Iterator[SourceFile | SkippedFile]:
+def _walk(
+    root: Path, spec: pathspec.GitIgnoreSpec, max_file_bytes: int
+) -> Iterator[SourceFile | SkippedFile]:
     visited: set[tuple[int, int]] = set()
     stack = [root]
     while stack:
@@ -332,13 +338,30 @@ def decode_text(data: bytes) -> tuple[str, str] | str:
         return data.decode("utf-8"), "utf-8"
     except UnicodeDecodeError:
         pass
-    best = charset_normalizer.from_bytes(data).best()
+    matches = charset_normalizer.from_bytes(data)
+    best = matches.best()
     if best is None or best.encoding is None:
         return "binary or unknown encoding (not valid UTF-8 and no plausible charset)"
+    encoding = best.encoding
+    if encoding in _LATIN_CODE_PAGES:
+        # Short Western texts fit several Latin code pages about equally well; windows-1252 is by
+        # far the most common of them (WHATWG even reads "latin-1" as windows-1252).
+        for match in matches:
+            if match.encoding == "cp1252" and match.chaos <= best.chaos + CP1252_CHAOS_MARGIN:
+                encoding = "cp1252"
+                break
     try:
-        return data.decode(best.encoding), best.encoding
+        return data.decode(encoding), encoding
     except (UnicodeDecodeError, LookupError):
-        return f"cannot decode as {best.encoding}"
+        return f"cannot decode as {encoding}"
+
+
+_LATIN_CODE_PAGES = frozenset(
+    {"cp1250", "cp1252", "cp1254", "cp1257", "latin_1", "iso8859_2", "iso8859_4", "iso8859_10",
+     "iso8859_13", "iso8859_15", "mac_latin2", "mac_roman"}
+)  # fmt: skip
+CP1252_CHAOS_MARGIN = 0.15
+"""How much worse (charset-normalizer "chaos") windows-1252 may fit and still be preferred."""
 
 
 def _normalise_newlines(text: str) -> str:

@@ -398,7 +398,9 @@ class Collection:
             .when_not_matched_insert_all()
             .when_not_matched_by_source_delete(condition)
         )
-        await builder.execute(rows if rows.num_rows else self.schema.empty_table())
+        # Vectors were checked (dimension, finite) before they got here; "null" lets LanceDB accept
+        # the intentional nulls of pending rows, which its own check would count as bad vectors.
+        await builder.execute(rows if rows.num_rows else self.schema.empty_table(), on_bad_vectors="null")
 
     async def delete_files(self, project: str, paths: Sequence[str]) -> None:
         """Delete every chunk of ``paths`` for ``project``."""

@@ -1,0 +1,344 @@
+"""The document index with the real ONNX model and real LanceDB in temp dirs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pytest
+from simone.providers.documents import DocumentIndex, DocumentStore
+from simone.providers.documents._store import FTS_INDEX
+from simone.providers.embeddings import ONNX_SPACE, OnnxMiniLMEmbedder
+from simone.providers.testing import HashEmbedder
+from simone.runtime import (
+    EmbeddingChain,
+    EmbeddingKind,
+    EmbeddingSpace,
+    EmbeddingSpaceMismatch,
+    IndexSettings,
+    InvalidRequest,
+    ProviderNotConfigured,
+    ProviderUnavailable,
+    Router,
+    SearchMode,
+    Status,
+    TrustedContext,
+)
+
+CONTEXT = TrustedContext(actor="tester")
+
+
+class Counting:
+    """Delegates to an embedder and counts the texts it was asked to embed."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.texts = 0
+        self.calls = 0
+
+    @property
+    def space(self) -> EmbeddingSpace:
+        return self.inner.space  # type: ignore[no-any-return]
+
+    @property
+    def tokenizer(self) -> Any:
+        return getattr(self.inner, "tokenizer", None)
+
+    async def embed(
+        self, texts: Sequence[str], *, kind: EmbeddingKind = "document"
+    ) -> npt.NDArray[np.float32]:
+        self.calls += 1
+        if kind == "document":  # the chain's space probe is a query
+            self.texts += len(texts)
+        return await self.inner.embed(texts, kind=kind)  # type: ignore[no-any-return]
+
+
+def _index(tmp_path: Path, chain: EmbeddingChain, **kwargs: Any) -> DocumentIndex:
+    settings = kwargs.pop("settings", IndexSettings())
+    return DocumentIndex(DocumentStore(tmp_path / "index"), chain, settings=settings, **kwargs)
+
+
+async def _search(index: DocumentIndex, query: str, mode: SearchMode, **fields: Any) -> Any:
+    context = fields.pop("context", CONTEXT)
+    request = Router([]).request(query, mode=mode, **fields)
+    return await index.provider().retrieve(request, context)
+
+
+def test_incremental_reindex_embeds_only_what_changed(
+    tmp_path: Path, tree: Path, onnx: OnnxMiniLMEmbedder
+) -> None:
+    counting = Counting(onnx)
+
+    async def go() -> None:
+        async with _index(tmp_path, EmbeddingChain([counting])) as index:
+            first = await index.index_paths([tree])
+            assert first.space == ONNX_SPACE.key
+            assert first.files_indexed == 4 and first.chunks >= 4
+            assert first.embedded == first.chunks == counting.texts
+            assert first.pending == first.pending_left == 0
+            assert "built the full-text index" in first.maintenance
+
+            counting.texts = 0
+            again = await index.index_paths([tree])
+            assert (again.files_unchanged, again.files_indexed, again.chunks, again.embedded) == (4, 0, 0, 0)
+            assert counting.texts == 0
+
+            faq = tree / "faq.md"
+            faq.write_text(faq.read_text().replace("one embedded table", "one embedded Arrow table"))
+            changed = await index.index_paths([tree])
+            assert changed.files_indexed == 1 and changed.files_unchanged == 3
+            assert changed.embedded == counting.texts == 1
+            assert changed.reused == changed.chunks - 1
+
+            rows = await index.collection.rows(columns=["path", "text"])  # type: ignore[union-attr]
+            texts = [
+                t
+                for p, t in zip(rows["path"].to_pylist(), rows["text"].to_pylist(), strict=True)
+                if p.endswith("faq.md")
+            ]
+            assert any("one embedded Arrow table" in t for t in texts)
+            assert not any("one embedded table" in t for t in texts)
+
+            (tree / "notes.txt").unlink()
+            counting.texts = 0
+            removed = await index.index_paths([tree])
+            assert removed.files_deleted == 1 and counting.texts == 0
+            paths = set((await index.collection.rows(columns=["path"]))["path"].to_pylist())  # type: ignore[union-attr]
+            assert not any(p.endswith("notes.txt") for p in paths)
+            result = await _search(index, "quarterly report Friday", SearchMode.LEXICAL)
+            assert not any("notes.txt" in e.locator for e in result.evidence)
+
+    anyio.run(go)
+
+
+def test_search_modes_rank_the_right_file_first(tmp_path: Path, tree: Path, onnx: OnnxMiniLMEmbedder) -> None:
+    async def go() -> None:
+        async with _index(tmp_path, EmbeddingChain([onnx])) as index:
+            await index.index_paths([tree])
+            for mode in SearchMode:
+                result = await _search(index, "what Python version do I need to install simone", mode)
+                assert result.evidence, mode
+                top = result.evidence[0]
+                assert top.locator.split("#")[0].endswith("guides/install.md"), (mode, top.locator)
+                assert top.metadata["method"] == mode.value
+                assert top.metadata["space"] == ONNX_SPACE.key
+                assert result.degraded == [] and result.leg_failures == []
+            semantic = await _search(index, "money back after buying", SearchMode.SEMANTIC)
+            assert semantic.evidence[0].locator.split("#")[0].endswith("billing.py")
+            hybrid = await _search(index, "refund policy days since purchase", SearchMode.HYBRID)
+            top = hybrid.evidence[0]
+            assert set(top.metadata["leg_ranks"]) == {"lexical", "semantic"}
+            assert top.locator.endswith(f"#L{top.metadata['line_start']}-L{top.metadata['line_end']}")
+            assert top.score == pytest.approx(sum(1 / (60 + r) for r in top.metadata["leg_ranks"].values()))
+
+    anyio.run(go)
+
+
+def test_project_scoping_and_metadata_filters(tmp_path: Path, tree: Path) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "plan.md").write_text("# Roadmap\n\nThe beta project ships the refund feature in May.\n")
+
+    async def go() -> None:
+        async with _index(tmp_path, EmbeddingChain([HashEmbedder(32)])) as index:
+            await index.index_paths([tree], project="alpha")
+            await index.index_paths([other], project="beta")
+            await index.index_paths([other])  # the same file, indexed without a project: global
+            alpha = TrustedContext(actor="a", project="alpha")
+            beta = TrustedContext(actor="b", project="beta")
+            nobody = TrustedContext(actor="c")
+            seen = {}
+            for name, context in [("alpha", alpha), ("beta", beta), ("none", nobody)]:
+                result = await _search(index, "refund", SearchMode.LEXICAL, context=context)
+                seen[name] = {(e.metadata["project"], Path(e.metadata["path"]).name) for e in result.evidence}
+            assert seen["alpha"] == {("alpha", "billing.py"), (None, "plan.md")}
+            assert seen["beta"] == {("beta", "plan.md"), (None, "plan.md")}
+            assert seen["none"] == {(None, "plan.md")}
+
+            code = await _search(index, "refund", SearchMode.HYBRID, context=alpha, filters={"kind": "code"})
+            assert {e.metadata["kind"] for e in code.evidence} == {"code"}
+            prefix = (tree / "guides").as_posix() + "/"
+            guides = await _search(
+                index, "pip", SearchMode.LEXICAL, context=alpha, filters={"path_prefix": prefix}
+            )
+            assert guides.evidence and all(e.metadata["path"].startswith(prefix) for e in guides.evidence)
+            with pytest.raises(InvalidRequest, match="trusted context"):
+                await _search(
+                    index, "refund", SearchMode.LEXICAL, context=nobody, filters={"project": "alpha"}
+                )
+            with pytest.raises(InvalidRequest, match="unknown document filter"):
+                await _search(index, "refund", SearchMode.LEXICAL, filters={"colour": "red"})
+
+    anyio.run(go)
+
+
+def test_rows_added_after_the_fts_build_are_found(tmp_path: Path, tree: Path) -> None:
+    async def go() -> None:
+        async with _index(tmp_path, EmbeddingChain([HashEmbedder(32)])) as index:
+            await index.index_paths([tree])
+            collection = index.collection
+            assert collection is not None
+            assert FTS_INDEX in await collection.index_names()
+            late = tree / "late.md"
+            late.write_text("# Late\n\nThe zeppelin timetable arrived after the index was built.\n")
+            # Write the new file's rows without the maintenance step that refreshes the index.
+            prepared = index._prepare(next(s for s in _sources(tree) if s.path.name == "late.md"), {}, "")
+            assert prepared.chunks is not None and prepared.terms is not None
+            from simone.providers.documents._index import _row
+
+            rows = [_row(c, t, None, 0.0) for c, t in zip(prepared.chunks, prepared.terms, strict=True)]
+            await collection.replace_files("", [prepared.path], collection.to_arrow(rows))
+            stats = await collection.table.index_stats(FTS_INDEX)
+            assert stats.num_unindexed_rows >= 1
+            found = await _search(index, "zeppelin timetable", SearchMode.LEXICAL)
+            assert [Path(e.metadata["path"]).name for e in found.evidence][:1] == ["late.md"]
+            # ... and after the index is brought up to date.
+            report = await index.index_paths([tree])
+            assert report.files_unchanged == 5 and report.pending_filled == 1
+            stats = await collection.table.index_stats(FTS_INDEX)
+            assert stats.num_unindexed_rows == 0
+            found = await _search(index, "zeppelin timetable", SearchMode.LEXICAL)
+            assert [Path(e.metadata["path"]).name for e in found.evidence][:1] == ["late.md"]
+
+    anyio.run(go)
+
+
+def _sources(root: Path) -> list[Any]:
+    from simone.providers.documents import SourceFile, discover
+
+    return [s for s in discover([root], max_file_bytes=10**6) if isinstance(s, SourceFile)]
+
+
+def test_a_collection_of_another_space_or_dimension_is_refused(tmp_path: Path, tree: Path) -> None:
+    async def go() -> None:
+        async with _index(tmp_path, EmbeddingChain([HashEmbedder(16)])) as index:
+            await index.index_paths([tree])
+            assert index.space is not None and index.space.dimension == 16
+            with pytest.raises(EmbeddingSpaceMismatch, match="16-dimensional"):
+                index.collection.check_vectors(np.ones((1, 384), dtype=np.float32), 1)  # type: ignore[union-attr]
+        with pytest.raises(EmbeddingSpaceMismatch, match=r"hash:hash:16.*not onnx:all-MiniLM-L6-v2:384"):
+            async with _index(tmp_path, EmbeddingChain([HashEmbedder(16)]), space=ONNX_SPACE):
+                pass
+        # A table that simone did not make (here: 768-dimensional vectors, no recorded space).
+        import lancedb
+
+        db = await lancedb.connect_async(str(tmp_path / "index"))
+        schema = pa.schema([pa.field("id", pa.string()), pa.field("vector", pa.list_(pa.float32(), 768))])
+        await db.create_table("foreign", schema=schema)
+        with pytest.raises(EmbeddingSpaceMismatch, match="records no embedding space"):
+            async with _index(tmp_path, EmbeddingChain([HashEmbedder(16)]), collection="foreign"):
+                pass
+        # A recorded space whose vector column disagrees with it.
+        meta = {
+            b"simone.space": EmbeddingSpace(provider="x", model="m", dimension=384).model_dump_json().encode()
+        }
+        bad = pa.schema(
+            [pa.field("id", pa.string()), pa.field("vector", pa.list_(pa.float32(), 768))], metadata=meta
+        )
+        await db.create_table("altered", schema=bad)
+        with pytest.raises(EmbeddingSpaceMismatch, match="holds 768 dimensions"):
+            async with _index(tmp_path, EmbeddingChain([HashEmbedder(16)]), collection="altered"):
+                pass
+
+    anyio.run(go)
+
+
+def test_unavailable_embedder_stores_pending_rows_and_lexical_carries_on(tmp_path: Path, tree: Path) -> None:
+    hashing = HashEmbedder(32)
+
+    async def go() -> None:
+        chain = EmbeddingChain([hashing], min_samples=2, window=4)
+        async with _index(tmp_path, chain) as index:
+            await index.index_paths([tree / "faq.md"])
+            hashing.error = ProviderUnavailable("the embedding server is down", provider="hash")
+            report = await index.index_paths([tree])
+            assert report.pending == report.chunks - 0 and report.pending > 0
+            assert report.pending_left == report.pending
+            assert report.failures and "stored as pending" in report.failures[0]
+            rows = await index.collection.rows("vector IS NULL", ["vector"])  # type: ignore[union-attr]
+            assert rows.num_rows == report.pending  # null vectors, never zero vectors
+            for _ in range(2):
+                result = await _search(index, "quarterly report", SearchMode.HYBRID)
+                assert result.evidence and result.evidence[0].metadata["method"] == "lexical"
+                assert any("semantic leg unavailable" in d for d in result.degraded)
+                (failure,) = result.leg_failures
+                assert (failure.leg, failure.kind) == ("semantic", "unavailable")
+            assert chain.health().degraded
+            semantic_only = await _search(index, "quarterly report", SearchMode.SEMANTIC)
+            assert semantic_only.evidence and semantic_only.degraded
+
+            hashing.error = None
+            filled = await index.embed_pending()
+            assert filled.pending_filled == report.pending and filled.pending_left == 0
+            result = await _search(index, "quarterly report", SearchMode.HYBRID)
+            assert result.degraded == [] and result.leg_failures == []
+            assert result.evidence[0].metadata["method"] == "hybrid"
+
+    anyio.run(go)
+
+
+def test_pending_rows_are_reported_as_degraded_semantic_coverage(tmp_path: Path, tree: Path) -> None:
+    async def go() -> None:
+        async with _index(tmp_path, EmbeddingChain([HashEmbedder(32)])) as index:
+            report = await index.index_paths([tree], embed=False)
+            assert report.pending == report.chunks and report.embedded == 0
+            result = await _search(index, "refund", SearchMode.HYBRID)
+            assert any("wait for embedding" in reason for reason in result.degraded)
+            lexical = await _search(index, "refund", SearchMode.LEXICAL)
+            assert lexical.degraded == []
+
+    anyio.run(go)
+
+
+def test_an_empty_index_is_not_configured_and_bad_paths_are_refused(tmp_path: Path) -> None:
+    async def go() -> None:
+        async with _index(tmp_path, EmbeddingChain([HashEmbedder(8)])) as index:
+            with pytest.raises(ProviderNotConfigured, match="simone index"):
+                await _search(index, "anything", SearchMode.HYBRID)
+            with pytest.raises(InvalidRequest, match="does not exist"):
+                await index.index_paths([tmp_path / "missing"])
+            with pytest.raises(ProviderNotConfigured):
+                await index.embed_pending()
+
+    anyio.run(go)
+
+
+def test_router_marks_the_result_partial_with_the_leg_failure(tmp_path: Path, tree: Path) -> None:
+    hashing = HashEmbedder(32)
+
+    async def go() -> None:
+        async with _index(tmp_path, EmbeddingChain([hashing])) as index:
+            await index.index_paths([tree])
+            hashing.error = ProviderUnavailable("down for maintenance", provider="hash")
+            router = Router([index.provider()])
+            result = await router.retrieve(router.request("installation requirements"), CONTEXT)
+            assert result.status is Status.PARTIAL
+            assert any(f.leg == "semantic" and "down for maintenance" in f.message for f in result.failures)
+            assert result.evidence
+
+    anyio.run(go)
+
+
+def test_the_embedding_cache_spares_a_second_collection(tmp_path: Path, tree: Path) -> None:
+    from simone.providers.embeddings import EmbeddingCache
+
+    hashing = HashEmbedder(32)
+
+    async def go() -> None:
+        async with EmbeddingCache(tmp_path / "cache.sqlite3") as cache:
+            chain = EmbeddingChain([hashing])
+            async with _index(tmp_path, chain, cache=cache, collection="one") as index:
+                first = await index.index_paths([tree])
+            texts = hashing.texts_embedded
+            assert texts == first.embedded + 1  # the space probe
+            async with _index(tmp_path, chain, cache=cache, collection="two") as index:
+                second = await index.index_paths([tree])
+            assert second.embedded == 0 and second.cached == first.embedded
+            assert hashing.texts_embedded == texts + 1  # only the new collection's space probe
+
+    anyio.run(go)
