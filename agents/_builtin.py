@@ -12,6 +12,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field
 from simone.agents._session import (
     DEFAULT_CHILD_BUDGET,
+    NOT_CONFIGURED_HINT,
     Depth,
     Freshness,
     ResearchCaps,
@@ -150,9 +151,7 @@ def builtin_tools(
     async def web_research(tool_context: ToolContext, args: ResearchArgs) -> BaseModel:
         if research is None:
             raise ProviderNotConfigured(
-                "web research is not configured: set web.backend (searxng, brave or tavily) and its URL or "
-                "key (SIMONE_WEB__BACKEND, SIMONE_WEB__SEARXNG_URL, SIMONE_WEB__BRAVE_API_KEY…)",
-                provider="web-search",
+                f"web research is not configured: {NOT_CONFIGURED_HINT}", provider="web-search"
             )
         queries, fetches, tokens = DEPTH_PRESETS[args.depth]
         if args.max_queries is not None:

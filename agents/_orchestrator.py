@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from simone.agents._chat import ChatMessage, ChatModel
 from simone.agents._evidence import CONTAINMENT_NOTICE, EvidenceLedger
 from simone.agents._loop import LoopLimits, run_tool_loop
-from simone.agents._session import Depth, Session
+from simone.agents._session import NOT_CONFIGURED_HINT, Depth, Session
 from simone.agents._synthesis import Answer, Citation, ExtractiveModel, StepRecord, finalize
 from simone.agents._tools import ORCHESTRATOR
 from simone.runtime import BudgetExceeded, Evidence, ProviderError, ProviderKind, RetrievalResult, Status
@@ -136,10 +136,7 @@ class Orchestrator:
             why = "; ".join(reasons)
             if session.research is None:
                 steps.append(StepRecord(step=2, action="delegate_research", detail=why, outcome="skipped"))
-                limitations.append(
-                    f"this question needs web research ({why}), but no search backend is configured; set "
-                    "web.backend and its URL or key (SIMONE_WEB__BACKEND, SIMONE_WEB__SEARXNG_URL…)"
-                )
+                limitations.append(f"this question needs web research ({why}), but {NOT_CONFIGURED_HINT}")
             else:
                 try:
                     result = await session.call(
@@ -273,7 +270,7 @@ class Orchestrator:
         unique = list(dict.fromkeys(limitations))
         has_evidence = bool(citations) if grounded is None else grounded
         if not text or not has_evidence:
-            where = "memory, the documents" + (" or the web" if research else "")
+            where = "memory, the documents or the web" if research else "memory or the documents"
             return Answer(
                 question=question,
                 status="abstained",

@@ -158,6 +158,12 @@ class Session:
         return handle.result
 
 
+NOT_CONFIGURED_HINT = (
+    "no search backend is configured; set SIMONE_WEB__SEARXNG_URL (a SearXNG instance), "
+    "SIMONE_WEB__BRAVE_API_KEY or SIMONE_WEB__TAVILY_API_KEY"
+)
+"""What to tell a user who asks for web research without a backend."""
+
 DEFAULT_CHILD_BUDGET = Budget(tokens=4000, queries=3, fetches=2, wall_s=60.0, max_children=0)
 """A researcher child's default share (the ``standard`` depth of DESIGN.md), lowered to what is left."""
 
@@ -190,8 +196,8 @@ class ChildGroup:
             raise RuntimeError("spawn inside 'async with session.group() as group'")
         if self.parent.research is None:
             raise ProviderNotConfigured(
-                "web research is not configured: set web.backend (searxng, brave or tavily) and its URL "
-                "or key (SIMONE_WEB__BACKEND, SIMONE_WEB__SEARXNG_URL…)",
+                "web research is not configured: set a search backend: SIMONE_WEB__SEARXNG_URL, "
+                "SIMONE_WEB__BRAVE_API_KEY or SIMONE_WEB__TAVILY_API_KEY",
                 provider="web-search",
             )
         carved = self.parent.ledger.carve(budget or DEFAULT_CHILD_BUDGET)

@@ -1,0 +1,88 @@
+"""The MCP server: simone's tools over stdio with the official ``mcp`` SDK (low-level server API).
+
+The server admits one event when it starts (actor, project, conversation… from its command line or
+environment — never from a tool call) under a role: ``orchestrator`` (retrieve_context,
+retrieve_memory, the memory tools, delegate_research) or ``researcher`` (web_research and
+retrieve_context). Each tool call runs in that session through the same registry and caller rules as
+any agent: scope-carrying arguments are refused with ScopeViolation, and the providers check the
+caller again. Results are the structured models (``structuredContent``) plus their JSON as text.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+import mcp.types as types
+from mcp.server import Server, ServerRequestContext
+from mcp.server.stdio import stdio_server
+from simone.agents._runtime import Runtime
+from simone.agents._session import Session
+from simone.runtime import SimoneError
+
+
+def _version() -> str:
+    try:
+        return version("simone")
+    except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+        return "0"
+
+
+def build_server(session: Session) -> Server[Any]:
+    """An MCP server whose tools are ``session``'s (its profile's tools, its admitted context)."""
+    tools = session.registry.for_profile(session.profile)
+    by_name = {tool.name: tool for tool in tools}
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(name=t.name, description=t.description, input_schema=t.spec().parameters)
+                for t in tools
+            ]
+        )
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        name = params.name
+        if name not in by_name:
+            return _error(f"UnknownTool: the {session.profile.name} has no tool {name!r}")
+        try:
+            result = await session.call(name, dict(params.arguments or {}))
+        except SimoneError as exc:
+            return _error(f"{type(exc).__name__}: {exc}")
+        data = result.model_dump(mode="json")
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=json.dumps(data, ensure_ascii=False))],
+            structured_content=data,
+        )
+
+    def schema(name: str) -> dict[str, Any] | None:
+        tool = by_name.get(name)
+        return tool.spec().parameters if tool is not None else None
+
+    return Server(
+        "simone",
+        version=_version(),
+        instructions=(
+            f"simone {session.profile.name} tools. Scope comes from the server's admitted context "
+            f"(actor {session.context.actor!r}); tool arguments never carry scope."
+        ),
+        get_tool_input_schema=schema,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+def _error(message: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
+
+
+async def serve_stdio(runtime: Runtime, session: Session) -> None:
+    """Serve ``session``'s tools over stdin/stdout until the client disconnects."""
+    server = build_server(session)
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())

@@ -1,0 +1,312 @@
+"""The developer's facade: :class:`Runtime`, opened from config as an async context manager.
+
+::
+
+    async with Runtime.open(load_settings()) as runtime:
+        context = runtime.admit({"actor": "alice", "project": "docs"})
+        answer = await runtime.ask(context, "How does simone fuse rankings?")
+        print(answer.render())
+
+It opens the document index, the memory store and (when a search backend is configured) the web
+research pieces, registers their providers with one router and their tools with one registry, and
+serves ``admit``, ``retrieve``, ``research`` and ``ask``. Every part can be swapped: pass your own
+providers, policy, chat model or research runner.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+import httpx
+from pydantic import BaseModel
+from simone.agents._admission import Event, admit
+from simone.agents._budget import Budget
+from simone.agents._builtin import builtin_tools
+from simone.agents._chat import ChatModel
+from simone.agents._loop import LoopLimits
+from simone.agents._openai_chat import OpenAIChatModel
+from simone.agents._orchestrator import Orchestrator
+from simone.agents._session import DEFAULT_CHILD_BUDGET, Depth, ResearchRunner, Session
+from simone.agents._synthesis import Answer, ExtractiveModel
+from simone.agents._tools import ORCHESTRATOR, RESEARCHER, AgentProfile, Tool, ToolContext, ToolRegistry
+from simone.runtime import (
+    Analyzer,
+    Caller,
+    ConfigError,
+    InvalidRequest,
+    Provider,
+    RetrievalResult,
+    Router,
+    Settings,
+    TrustedContext,
+    load_settings,
+)
+from simone.workflows.retrieval import SelectionPolicy, retrieve
+
+
+class ToolData(BaseModel):
+    """A tool result that is plain JSON data (the memory tools' results)."""
+
+    tool: str
+    data: dict[str, Any]
+
+
+def memory_tools(store: Any) -> list[Tool[Any]]:
+    """The memory tools of ``simone.providers.memory`` as registry tools (group ``memory``) over ``store``."""
+    from simone.providers.memory import MEMORY_TOOLS
+
+    tools: list[Tool[Any]] = []
+    for spec in MEMORY_TOOLS:
+
+        async def handler(tool_context: ToolContext, args: Any, _spec: Any = spec) -> ToolData:
+            return ToolData(tool=_spec.name, data=await _spec.function(store, tool_context.context, args))
+
+        tools.append(
+            Tool(
+                name=spec.name,
+                description=spec.description,
+                args=spec.args_model,
+                handler=handler,
+                group="memory",
+            )
+        )
+    return tools
+
+
+def bundled_docs() -> Path | None:
+    """The ``docs/`` folder of the installed source tree (an editable install or a checkout), if present."""
+    here = Path(__file__).resolve().parent.parent / "docs"
+    return here if here.is_dir() and any(here.glob("*.md")) else None
+
+
+class Runtime:
+    """simone's runtime: router, tools, sessions and the orchestrator, over configured stores.
+
+    Construction is cheap; ``async with`` opens the stores. Use :meth:`open` for the usual set-up.
+
+    Args:
+        settings: the configuration (``load_settings()`` when omitted).
+        providers: extra providers of your own (registered with the router next to the built-ins).
+        documents: open the document index from the settings.
+        memory: open the SQLite memory from the settings.
+        web: set up web research from the settings (only when a search backend is configured).
+        research: a research runner to use instead of the one built from the settings.
+        model: a chat model (default: from ``agents.chat_*`` settings, else the extractive model).
+        policy: the provider-selection policy (default: DESIGN.md's rules).
+        http_client: the ``httpx.AsyncClient`` for the chat model (one is opened otherwise).
+        web_options: passed to :func:`~simone.providers.web.open_web` (``transport``, ``resolver``,
+            ``clock``, ``cache_dir``), e.g. to reach a loopback web in tests.
+    """
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        providers: Sequence[Provider] = (),
+        documents: bool = True,
+        memory: bool = True,
+        web: bool = True,
+        research: ResearchRunner | None = None,
+        model: ChatModel | None = None,
+        policy: SelectionPolicy | None = None,
+        http_client: httpx.AsyncClient | None = None,
+        web_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.settings = settings if settings is not None else load_settings()
+        self._extra = list(providers)
+        self._want_documents = documents
+        self._want_memory = memory
+        self._want_web = web
+        self.research_runner: ResearchRunner | None = research
+        self.model = model
+        self.policy = policy
+        self._http = http_client
+        self._web_options = dict(web_options or {})
+        self._stack: AsyncExitStack | None = None
+        self.documents: Any = None
+        self.memory_store: Any = None
+        self.router: Router | None = None
+        self.registry = ToolRegistry()
+        self.orchestrator: Orchestrator | None = None
+
+    @classmethod
+    def open(cls, settings: Settings | None = None, **options: Any) -> Runtime:
+        """A runtime for ``settings``; use it as ``async with Runtime.open(settings) as runtime:``."""
+        return cls(settings, **options)
+
+    async def __aenter__(self) -> Runtime:
+        async with AsyncExitStack() as stack:
+            await self._start(stack)
+            self._stack = stack.pop_all()  # only a complete start-up survives the block
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        stack, self._stack = self._stack, None
+        if stack is not None:
+            await stack.aclose()
+
+    async def _start(self, stack: AsyncExitStack) -> None:
+        settings = self.settings
+        providers: list[Provider] = []
+        tools: list[Tool[Any]] = []
+        if self._want_documents:
+            from simone.providers.documents import DocumentIndex
+
+            self.documents = await stack.enter_async_context(DocumentIndex.open(settings))
+            providers.append(self.documents.provider())
+        if self._want_memory:
+            from simone.providers.memory import MemoryProvider, SessionMemoryProvider, SQLiteMemoryStore
+
+            store = SQLiteMemoryStore.from_settings(settings)
+            self.memory_store = await stack.enter_async_context(store)
+            providers += [
+                MemoryProvider(store, max_limit=settings.memory.max_query_limit),
+                SessionMemoryProvider(store, max_limit=settings.memory.max_query_limit),
+            ]
+            tools += memory_tools(store)
+        if self.model is None and settings.agents.chat_base_url and settings.agents.chat_model:
+            client = self._http
+            if client is None:
+                client = await stack.enter_async_context(httpx.AsyncClient())
+            key = settings.agents.chat_api_key
+            self.model = OpenAIChatModel(
+                client,
+                base_url=settings.agents.chat_base_url,
+                model=settings.agents.chat_model,
+                api_key=key.get_secret_value() if key is not None else None,
+                timeout_s=settings.agents.chat_timeout_s,
+                max_retries=settings.agents.chat_max_retries,
+            )
+        if self.research_runner is None and self._want_web:
+            from simone.agents._research import open_web_research
+
+            opened = await open_web_research(settings, stack, **self._web_options)
+            if opened is not None:
+                self.research_runner, web_provider = opened
+                providers.append(web_provider)
+        providers += self._extra
+        router_settings = settings.router
+        self.router = Router(
+            providers,
+            rrf_k=router_settings.rrf_k,
+            weights=router_settings.weights,
+            provider_timeout_s=router_settings.provider_timeout_s,
+            max_query_chars=router_settings.max_query_chars,
+            min_truncation_tokens=router_settings.min_truncation_tokens,
+        )
+        self.registry = ToolRegistry()
+        self.registry.extend(
+            builtin_tools(
+                self.router,
+                policy=self.policy,
+                research=self.research_runner,
+                max_query_chars=router_settings.max_query_chars,
+            )
+        )
+        self.registry.extend(tools)
+        self.orchestrator = Orchestrator(
+            model=self.model,
+            extractive=ExtractiveModel(Analyzer.from_settings(settings.lexical)),
+            policy=self.policy,
+            fallback_to_extractive=settings.agents.fallback_to_extractive,
+            limits=LoopLimits(max_steps=settings.agents.max_steps, max_tokens=settings.agents.max_tokens),
+            min_coverage=settings.agents.min_coverage,
+            confidence_floor=settings.web.confidence_floor,
+            depth=settings.agents.research_depth,
+        )
+
+    # -- the public face ------------------------------------------------------------------------
+    def _ready(self) -> tuple[Router, Orchestrator]:
+        if self.router is None or self.orchestrator is None:
+            raise ConfigError("the runtime is not open: use 'async with Runtime.open(settings) as runtime:'")
+        return self.router, self.orchestrator
+
+    def admit(
+        self,
+        event: Event | Mapping[str, Any],
+        *,
+        caller: Caller = Caller.ORCHESTRATOR,
+        token_budget: int | None = None,
+        timeout_s: float | None = None,
+    ) -> TrustedContext:
+        """Admit ``event`` into a trusted context (an event without an actor is refused)."""
+        return admit(
+            event,
+            caller=caller,
+            token_budget=token_budget or self.settings.router.default_max_tokens,
+            timeout_s=timeout_s if timeout_s is not None else self.settings.agents.session_wall_s,
+        )
+
+    def session_budget(self) -> Budget:
+        """A top-level session's budget from the settings."""
+        agents, web = self.settings.agents, self.settings.web
+        return Budget(
+            tokens=agents.session_tokens,
+            queries=web.max_queries,
+            fetches=web.max_fetches,
+            wall_s=agents.session_wall_s,
+            max_children=agents.max_children,
+        )
+
+    def session(
+        self, context: TrustedContext, *, profile: AgentProfile | None = None, budget: Budget | None = None
+    ) -> Session:
+        """A session for ``context`` (profile by its caller: orchestrator or researcher)."""
+        self._ready()
+        if profile is None:
+            if context.caller is Caller.ORCHESTRATOR:
+                profile = ORCHESTRATOR
+            elif context.caller is Caller.RESEARCHER:
+                profile = RESEARCHER
+            else:
+                raise InvalidRequest(f"no agent profile for the caller {context.caller.value}; pass one")
+        return Session(
+            profile=profile,
+            context=context,
+            registry=self.registry,
+            budget=budget or self.session_budget(),
+            research=self.research_runner,
+        )
+
+    async def retrieve(self, context: TrustedContext, query: str, **fields: Any) -> RetrievalResult:
+        """Routed retrieval for ``context`` (selection policy, then the router).
+
+        ``fields`` are :class:`~simone.runtime.RetrievalRequest` fields (``limit``, ``max_tokens``,
+        ``providers``, ``mode``, ``filters``…).
+        """
+        router, _ = self._ready()
+        return await retrieve(router, router.request(query, **fields), context, policy=self.policy)
+
+    async def research(
+        self, context: TrustedContext, question: str, *, depth: Depth | None = None
+    ) -> BaseModel:
+        """Bounded web research: from an orchestrator context it runs in a researcher child session.
+
+        Returns the structured WebResearchResult.
+
+        Raises:
+            ProviderNotConfigured: no search backend is configured.
+        """
+        self._ready()
+        chosen: Depth = depth or self.settings.agents.research_depth
+        session = self.session(context)
+        if context.caller is Caller.ORCHESTRATOR:
+            budget = DEFAULT_CHILD_BUDGET.model_copy(update={"wall_s": self.settings.agents.child_wall_s})
+            return await session.delegate(question, depth=chosen, budget=budget)
+        return await session.call("web_research", {"question": question, "depth": chosen})
+
+    async def ask(
+        self, context: TrustedContext | Event | Mapping[str, Any], question: str | None = None
+    ) -> Answer:
+        """Answer a question with citations (an event's text is the question when none is given)."""
+        _, orchestrator = self._ready()
+        if not isinstance(context, TrustedContext):
+            text = context.text if isinstance(context, Event) else str(context.get("text") or "")
+            question = question or text
+            context = self.admit(context)
+        if not question or not question.strip():
+            raise InvalidRequest("the question is empty; ask something")
+        return await orchestrator.answer(self.session(context), question)

@@ -1,0 +1,105 @@
+"""``simone ask QUESTION`` — a cited answer from memory and the documents (offline by default).
+
+On a fresh machine with no index it first indexes the bundled sample documents (``agents.sample_docs``,
+else the ``docs/`` folder of the installed source tree), so the first question works with no set-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+from rich.console import Console
+from rich.markup import escape
+from simone.agents._runtime import Runtime, bundled_docs
+from simone.agents._synthesis import Answer
+from simone.agents.cli._settings import add_scope_arguments, event_from_args, settings_from_args
+from simone.runtime import ConfigError
+
+EXIT_ABSTAINED = 3
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``ask`` command."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "ask", help="answer a question with citations from memory and the indexed documents"
+    )
+    parser.add_argument("question", help="the question")
+    add_scope_arguments(parser)
+    parser.add_argument(
+        "--docs",
+        default=None,
+        help="documents to index when no index exists (default: agents.sample_docs, else the bundled docs/)",
+    )
+    parser.add_argument("--no-auto-index", action="store_true", help="never index anything automatically")
+    parser.add_argument("--json", action="store_true", help="print the Answer as JSON")
+    parser.set_defaults(func=run)
+
+
+async def ensure_index(runtime: Runtime, docs: str | None, console: Console | None) -> str | None:
+    """Index the sample documents when the index is empty; returns what was indexed (or ``None``).
+
+    Raises:
+        ConfigError: the index is empty and there is nothing to index.
+    """
+    index = runtime.documents
+    if index is None:
+        return None
+    info = await index.info()
+    if info is not None and info.rows:
+        return None
+    chosen = Path(docs) if docs else runtime.settings.agents.sample_docs or bundled_docs()
+    if chosen is None or not await anyio.Path(chosen).exists():
+        raise ConfigError(
+            "the document index is empty and no sample documents were found; index your own with "
+            "'simone index PATH' or pass --docs PATH"
+        )
+    if console is not None:
+        console.print(f"[dim]no index yet: indexing {escape(str(chosen))} (first run)…[/]")
+    report = await index.index_paths([chosen])
+    if console is not None:
+        console.print(
+            f"[dim]indexed {report.files_indexed} file(s), {report.chunks} chunk(s) "
+            f"in {report.elapsed_s:.1f}s[/]"
+        )
+    return str(chosen)
+
+
+def print_answer(answer: Answer, console: Console) -> None:
+    """The answer, its numbered sources and its limitations."""
+    style = {"answered": "green", "abstained": "yellow", "failed": "red"}[answer.status]
+    console.print(escape(answer.text))
+    if answer.citations:
+        console.print("\n[bold]Sources[/]")
+        for cite in answer.citations:
+            title = f"{escape(cite.title)} — " if cite.title else ""
+            console.print(
+                f"  [bold][{cite.number}][/] {title}[dim]{escape(cite.provider_name)} · "
+                f"{escape(cite.locator)} · {cite.trust.value}[/]"
+            )
+    if answer.limitations:
+        console.print("\n[bold]Limitations[/]")
+        for note in answer.limitations:
+            console.print(f"  [yellow]-[/] {escape(note)}")
+    confidence = f" · research confidence {answer.confidence:.2f}" if answer.confidence is not None else ""
+    console.print(
+        f"\n[dim]status: [{style}]{answer.status}[/] · model: {escape(answer.model)}{confidence}[/]"
+    )
+
+
+async def run(args: argparse.Namespace) -> int:
+    """Open the runtime, index the sample docs if needed, answer."""
+    settings = settings_from_args(args)
+    err = Console(stderr=True)
+    async with Runtime.open(settings) as runtime:
+        if not args.no_auto_index:
+            await ensure_index(runtime, args.docs, None if args.json else err)
+        answer = await runtime.ask(event_from_args(args, args.question))
+    if args.json:
+        sys.stdout.write(answer.model_dump_json(indent=2) + "\n")
+    else:
+        print_answer(answer, Console())
+    return {"answered": 0, "abstained": EXIT_ABSTAINED, "failed": 1}[answer.status]

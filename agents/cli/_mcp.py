@@ -1,0 +1,45 @@
+"""``simone mcp`` — serve simone's tools to MCP clients over stdio.
+
+The server admits one event at start-up (``--actor``, ``--project``, ``--conversation`` or
+``$SIMONE_ACTOR``) under a role: ``--role orchestrator`` (default) or ``--role researcher`` (the only
+role that gets ``web_research``). Tool arguments never carry scope.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from simone.agents._mcp import serve_stdio
+from simone.agents._runtime import Runtime
+from simone.agents._tools import ORCHESTRATOR, RESEARCHER
+from simone.agents.cli._settings import add_scope_arguments, event_from_args, settings_from_args
+from simone.runtime import Caller
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``mcp`` command."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "mcp",
+        help="serve retrieve_context, the memory tools (and web_research for researchers) over MCP stdio",
+    )
+    parser.add_argument(
+        "--role",
+        choices=("orchestrator", "researcher"),
+        default="orchestrator",
+        help="the role the server's session plays (default: orchestrator; web_research only for researcher)",
+    )
+    add_scope_arguments(parser)
+    parser.set_defaults(func=run)
+
+
+async def run(args: argparse.Namespace) -> int:
+    """Open the runtime, admit the server's event, serve until the client disconnects."""
+    settings = settings_from_args(args)
+    profile = RESEARCHER if args.role == "researcher" else ORCHESTRATOR
+    caller = Caller.RESEARCHER if args.role == "researcher" else Caller.ORCHESTRATOR
+    async with Runtime.open(settings) as runtime:
+        context = runtime.admit(event_from_args(args), caller=caller, timeout_s=None)
+        session = runtime.session(context, profile=profile)
+        await serve_stdio(runtime, session)
+    return 0
