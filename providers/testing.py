@@ -16,6 +16,16 @@ from collections.abc import Awaitable, Callable, Sequence
 import anyio
 import numpy as np
 import numpy.typing as npt
+from simone.providers._loopback import (
+    FIXTURE_PAGES as FIXTURE_PAGES,
+    FixturePage as FixturePage,
+    LoggedRequest as LoggedRequest,
+    LoopbackPage as LoopbackPage,
+    LoopbackWeb as LoopbackWeb,
+    Route as Route,
+    add_fixture_site as add_fixture_site,
+    fixture_html as fixture_html,
+)
 from simone.runtime import (
     EmbeddingKind,
     EmbeddingSpace,
@@ -230,6 +240,14 @@ class HashEmbedder:
 
 
 __all__ = (
+    "FIXTURE_PAGES",
+    "FixturePage",
+    "LoggedRequest",
+    "LoopbackPage",
+    "LoopbackWeb",
+    "Route",
+    "add_fixture_site",
+    "fixture_html",
     "FailingProvider",
     "HashEmbedder",
     "FunctionProvider",

@@ -10,6 +10,16 @@ from simone.runtime._bm25 import (
     BM25Hit as BM25Hit,
     BM25Index as BM25Index,
 )
+from simone.runtime._cache import (
+    CacheLookup as CacheLookup,
+    CacheSession as CacheSession,
+    CacheStats as CacheStats,
+    CacheStatus as CacheStatus,
+    Freshness as Freshness,
+    ResearchCache as ResearchCache,
+    page_cache_key as page_cache_key,
+    search_cache_key as search_cache_key,
+)
 from simone.runtime._chain import (
     ChainHealth as ChainHealth,
     EmbeddingChain as EmbeddingChain,
@@ -26,6 +36,15 @@ from simone.runtime._config import (
     WebSettings as WebSettings,
     default_data_dir as default_data_dir,
     load_settings as load_settings,
+)
+from simone.runtime._containment import (
+    CONTAINMENT_VERSION as CONTAINMENT_VERSION,
+    CleanedText as CleanedText,
+    ContainedText as ContainedText,
+    InstructionFlag as InstructionFlag,
+    contain_untrusted as contain_untrusted,
+    find_instruction_like as find_instruction_like,
+    strip_hidden as strip_hidden,
 )
 from simone.runtime._contracts import (
     SCOPE_KEYS as SCOPE_KEYS,
@@ -100,15 +119,30 @@ from simone.runtime._router import (
 )
 
 __all__ = (
-    "EmbeddingChainExhausted",
-    "EmbeddingChain",
-    "ChainHealth",
+    "CacheLookup",
+    "CacheSession",
+    "CacheStats",
+    "CacheStatus",
+    "Freshness",
+    "ResearchCache",
+    "page_cache_key",
+    "search_cache_key",
+    "CONTAINMENT_VERSION",
+    "CleanedText",
+    "ContainedText",
+    "InstructionFlag",
+    "contain_untrusted",
+    "find_instruction_like",
+    "strip_hidden",
     "Analyzer",
     "BM25Hit",
     "BM25Index",
     "Explanation",
     "SynonymUse",
     "default_analyzer",
+    "ChainHealth",
+    "EmbeddingChain",
+    "EmbeddingChainExhausted",
     "Embedder",
     "EmbeddingKind",
     "EmbeddingSpace",

@@ -121,28 +121,45 @@ class MemorySettings(_Section):
 
 
 class WebSettings(_Section):
-    """Web search backends, the fetcher, the caches and the hard caps of research."""
+    """Web search backends, the safe fetcher, the research cache and the hard caps of research.
 
-    backend: Literal["searxng", "brave", "tavily"] | None = None
+    Backends are tried in ``backends`` order (a failing one falls back to the next); an empty list
+    means "every backend that is configured": SearXNG when ``searxng_url`` is set, Brave and Tavily
+    when their key is in the environment (``SIMONE_WEB__BRAVE_API_KEY``, ``SIMONE_WEB__TAVILY_API_KEY``).
+    The ``max_*`` fields are hard caps no request and no depth preset can exceed.
+    """
+
+    backends: list[Literal["searxng", "brave", "tavily"]] = Field(default_factory=list)
     searxng_url: str | None = None
     brave_api_key: SecretStr | None = None
     tavily_api_key: SecretStr | None = None
     brave_url: str = "https://api.search.brave.com/res/v1/web/search"
     tavily_url: str = "https://api.tavily.com/search"
+    search_timeout_s: Annotated[float, Field(gt=0)] = 10.0
     user_agent: str = "simone-research/0.1 (+https://pypi.org/project/simone/)"
     request_timeout_s: Annotated[float, Field(gt=0)] = 10.0
     total_timeout_s: Annotated[float, Field(gt=0)] = 60.0
     max_bytes: Annotated[int, Field(ge=1024)] = 5 * 1024 * 1024
     max_redirects: Annotated[int, Field(ge=0, le=20)] = 5
     max_concurrency: Annotated[int, Field(ge=1, le=64)] = 4
+    allowed_content_types: list[str] = Field(
+        default_factory=lambda: ["text/html", "application/xhtml+xml", "text/plain"]
+    )
     respect_robots: bool = True
     allow_private_addresses: bool = False
+    allowed_networks: list[str] = Field(default_factory=list)
+    """CIDR blocks the SSRF guard lets through (e.g. ``127.0.0.0/8`` for a local test web)."""
+    cache_dir: Path | None = None
+    """Where the research cache lives (``<data_dir>/web-cache`` when unset)."""
     search_ttl_s: Annotated[float, Field(gt=0)] = 30 * 60
     page_ttl_s: Annotated[float, Field(gt=0)] = 24 * 3600
-    max_queries: Annotated[int, Field(ge=1)] = 12
-    max_fetches: Annotated[int, Field(ge=0)] = 10
-    max_iterations: Annotated[int, Field(ge=1)] = 5
+    cache_stale_keep_s: Annotated[float, Field(ge=0)] = 7 * 24 * 3600
+    max_queries: Annotated[int, Field(ge=1, le=100)] = 12
+    max_fetches: Annotated[int, Field(ge=0, le=100)] = 10
+    max_iterations: Annotated[int, Field(ge=1, le=20)] = 5
+    max_results_per_query: Annotated[int, Field(ge=1, le=50)] = 10
     max_context_tokens: Annotated[int, Field(ge=1)] = 16_000
+    passages_per_source: Annotated[int, Field(ge=1, le=20)] = 3
     confidence_floor: Annotated[float, Field(ge=0, le=1)] = 0.35
 
 

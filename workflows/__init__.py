@@ -1,5 +1,21 @@
 """simone.workflows."""
 
+from simone.workflows.research import (
+    CRITIC_VERSION as CRITIC_VERSION,
+    DEPTH_PRESETS as DEPTH_PRESETS,
+    Confidence as Confidence,
+    CriticBreakdown as CriticBreakdown,
+    Depth as Depth,
+    FetchMode as FetchMode,
+    QueryRun as QueryRun,
+    ResearchBudget as ResearchBudget,
+    ResearchStatus as ResearchStatus,
+    Source as Source,
+    StopReason as StopReason,
+    WebResearch as WebResearch,
+    WebResearchRequest as WebResearchRequest,
+    WebResearchResult as WebResearchResult,
+)
 from simone.workflows.retrieval import (
     RuleDecision as RuleDecision,
     SelectionDecision as SelectionDecision,
@@ -9,6 +25,20 @@ from simone.workflows.retrieval import (
 )
 
 __all__: tuple[str, ...] = (
+    "CRITIC_VERSION",
+    "DEPTH_PRESETS",
+    "Confidence",
+    "CriticBreakdown",
+    "Depth",
+    "FetchMode",
+    "QueryRun",
+    "ResearchBudget",
+    "ResearchStatus",
+    "Source",
+    "StopReason",
+    "WebResearch",
+    "WebResearchRequest",
+    "WebResearchResult",
     "RuleDecision",
     "SelectionDecision",
     "SelectionPolicy",

@@ -1,0 +1,209 @@
+"""Cached search with backend fallback, and cached page fetching with extraction.
+
+:class:`WebSearcher` is the piece the web provider and the web-research workflow share: one query
+across the configured backends (first that answers wins; every failure recorded), one page fetched
+safely and reduced to its main text. Both go through the research cache's run-local session; failed
+searches and fetches are never cached, partial ones never persisted as complete.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import anyio
+from pydantic import ValidationError
+from simone.providers.web._backends import SearchBackend
+from simone.providers.web._extract import extract_page
+from simone.providers.web._fetcher import SafeFetcher
+from simone.providers.web._types import ExtractedPage, FetchError, SearchPage
+from simone.runtime import (
+    CacheSession,
+    CacheStatus,
+    Freshness,
+    ProviderError,
+    ProviderFailure,
+    ProviderNotConfigured,
+    page_cache_key,
+    search_cache_key,
+)
+
+
+@dataclass(slots=True)
+class SearchOutcome:
+    """One query's outcome: the page of results (``None`` when every backend failed) and why."""
+
+    query: str
+    page: SearchPage | None
+    cache: CacheStatus = CacheStatus.MISS
+    age_s: float | None = None
+    failures: list[ProviderFailure] = field(default_factory=list)
+    elapsed_ms: float = 0.0
+
+
+@dataclass(slots=True)
+class PageOutcome:
+    """One page's outcome: the extracted page, or the failure that stopped it."""
+
+    url: str
+    page: ExtractedPage | None
+    cache: CacheStatus = CacheStatus.MISS
+    age_s: float | None = None
+    failure: ProviderFailure | None = None
+    reason: str | None = None
+    final_url: str | None = None
+    charset_note: str | None = None
+    elapsed_ms: float = 0.0
+
+
+def failure_from(error: ProviderError, provider: str, leg: str, elapsed_ms: float = 0.0) -> ProviderFailure:
+    """A :class:`ProviderFailure` value for ``error``."""
+    return ProviderFailure(
+        provider=provider,
+        kind=error.kind,
+        message=error.message,
+        retryable=error.retryable,
+        retry_after_s=error.retry_after_s,
+        leg=leg,
+        elapsed_ms=elapsed_ms,
+    )
+
+
+class WebSearcher:
+    """Search and fetch through the cache.
+
+    Args:
+        backends: tried in order; the first that answers serves the query.
+        fetcher: the safe fetcher (open); ``None`` makes every fetch fail as not configured.
+        search_ttl_s: how long search results stay fresh (30 min).
+        page_ttl_s: how long an extracted page stays fresh (24 h).
+        search_timeout_s: the most one backend call may take.
+        extraction_threads: how many trafilatura extractions run at once (it is CPU-bound).
+    """
+
+    def __init__(
+        self,
+        backends: Sequence[SearchBackend],
+        fetcher: SafeFetcher | None,
+        *,
+        search_ttl_s: float = 30 * 60,
+        page_ttl_s: float = 24 * 3600,
+        search_timeout_s: float = 10.0,
+        extraction_threads: int = 2,
+    ) -> None:
+        self.backends = list(backends)
+        self.fetcher = fetcher
+        self.search_ttl_s = search_ttl_s
+        self.page_ttl_s = page_ttl_s
+        self.search_timeout_s = search_timeout_s
+        self._extract_limiter = anyio.CapacityLimiter(extraction_threads)
+
+    @property
+    def configured(self) -> bool:
+        """Whether at least one backend is configured."""
+        return bool(self.backends)
+
+    async def search(
+        self,
+        query: str,
+        *,
+        count: int,
+        cache: CacheSession,
+        freshness: Freshness = Freshness.AUTO,
+        timeout_s: float | None = None,
+    ) -> SearchOutcome:
+        """Run ``query`` on the first backend that answers (cache first); failures are values."""
+        started = time.perf_counter()
+        outcome = SearchOutcome(query=query, page=None)
+        if not self.backends:
+            error = ProviderNotConfigured(
+                "no web search backend is configured; set web.searxng_url or SIMONE_WEB__BRAVE_API_KEY "
+                "or SIMONE_WEB__TAVILY_API_KEY",
+                provider="web",
+            )
+            outcome.failures.append(failure_from(error, "web", "search"))
+            return outcome
+        for backend in self.backends:
+            key = search_cache_key(backend.name, query, count)
+            lookup = await cache.get("search", key, freshness)
+            if lookup.found:
+                try:
+                    outcome.page = SearchPage.model_validate(lookup.value)
+                except ValidationError:
+                    outcome.page = None
+                else:
+                    outcome.cache, outcome.age_s = lookup.status, lookup.age_s
+                    break
+            outcome.cache = lookup.status
+            limit = self.search_timeout_s if timeout_s is None else min(self.search_timeout_s, timeout_s)
+            call_started = time.perf_counter()
+            try:
+                if limit <= 0:
+                    raise ProviderError("no time was left for this search", provider=backend.name)
+                page = await backend.search(query, count=count, timeout_s=limit)
+            except ProviderError as exc:
+                outcome.failures.append(
+                    failure_from(exc, backend.name, "search", (time.perf_counter() - call_started) * 1000)
+                )
+                continue
+            await cache.put(
+                "search",
+                key,
+                page.model_dump(mode="json"),
+                ttl_s=self.search_ttl_s,
+                complete=not page.partial,
+            )
+            outcome.page = page
+            break
+        outcome.elapsed_ms = (time.perf_counter() - started) * 1000
+        return outcome
+
+    async def fetch_page(
+        self,
+        url: str,
+        *,
+        cache: CacheSession,
+        freshness: Freshness = Freshness.AUTO,
+        timeout_s: float | None = None,
+    ) -> PageOutcome:
+        """Fetch and extract ``url`` (cache first, keyed by the normalised URL); failures are values."""
+        started = time.perf_counter()
+        outcome = PageOutcome(url=url, page=None)
+        key = page_cache_key(url)
+        lookup = await cache.get("page", key, freshness)
+        if lookup.found:
+            try:
+                outcome.page = ExtractedPage.model_validate(lookup.value)
+            except ValidationError:
+                outcome.page = None
+            else:
+                outcome.cache, outcome.age_s, outcome.final_url = (
+                    lookup.status,
+                    lookup.age_s,
+                    outcome.page.url,
+                )
+                return outcome
+        outcome.cache = lookup.status
+        if self.fetcher is None:
+            error = ProviderNotConfigured("page fetching is not configured", provider="web-fetch")
+            outcome.failure, outcome.reason = failure_from(error, "web-fetch", "fetch"), "not_configured"
+            return outcome
+        try:
+            fetched = await self.fetcher.fetch(url, timeout_s=timeout_s)
+        except FetchError as exc:
+            outcome.failure = failure_from(exc, "web-fetch", "fetch", (time.perf_counter() - started) * 1000)
+            outcome.reason = exc.reason
+            outcome.elapsed_ms = (time.perf_counter() - started) * 1000
+            return outcome
+        page = await anyio.to_thread.run_sync(
+            lambda: extract_page(fetched.text, fetched.final_url, content_type=fetched.content_type),
+            limiter=self._extract_limiter,
+        )
+        outcome.page, outcome.final_url, outcome.charset_note = page, fetched.final_url, fetched.charset_note
+        # A page with no main text is still an honest answer about that page, so it is cached.
+        await cache.put("page", key, page.to_cache(), ttl_s=self.page_ttl_s)
+        if fetched.final_url != url:
+            await cache.put("page", page_cache_key(fetched.final_url), page.to_cache(), ttl_s=self.page_ttl_s)
+        outcome.elapsed_ms = (time.perf_counter() - started) * 1000
+        return outcome

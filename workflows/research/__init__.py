@@ -1,0 +1,57 @@
+"""simone.workflows.research — bounded web research: plan → search → fetch → pack, and the critic."""
+
+from simone.workflows.research._budget import resolve_budget as resolve_budget
+from simone.workflows.research._critic import (
+    CRITIC_VERSION as CRITIC_VERSION,
+    WEIGHTS as CRITIC_WEIGHTS,
+    SourceView as SourceView,
+    critique as critique,
+    find_contradictions as find_contradictions,
+)
+from simone.workflows.research._models import (
+    DEPTH_PRESETS as DEPTH_PRESETS,
+    Confidence as Confidence,
+    CriticBreakdown as CriticBreakdown,
+    Depth as Depth,
+    DepthPreset as DepthPreset,
+    FetchMode as FetchMode,
+    QueryRun as QueryRun,
+    ResearchBudget as ResearchBudget,
+    ResearchStatus as ResearchStatus,
+    Source as Source,
+    StopReason as StopReason,
+    WebResearchRequest as WebResearchRequest,
+    WebResearchResult as WebResearchResult,
+)
+from simone.workflows.research._plan import (
+    PlannedQuery as PlannedQuery,
+    follow_up_queries as follow_up_queries,
+    initial_queries as initial_queries,
+)
+from simone.workflows.research._workflow import WebResearch as WebResearch
+
+__all__ = (
+    "CRITIC_VERSION",
+    "CRITIC_WEIGHTS",
+    "DEPTH_PRESETS",
+    "Confidence",
+    "CriticBreakdown",
+    "Depth",
+    "DepthPreset",
+    "FetchMode",
+    "PlannedQuery",
+    "QueryRun",
+    "ResearchBudget",
+    "ResearchStatus",
+    "Source",
+    "SourceView",
+    "StopReason",
+    "WebResearch",
+    "WebResearchRequest",
+    "WebResearchResult",
+    "critique",
+    "find_contradictions",
+    "follow_up_queries",
+    "initial_queries",
+    "resolve_budget",
+)

@@ -1,0 +1,274 @@
+"""The contracts of web research: the request, the depth presets and the WebResearchResult."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from simone.runtime import (
+    CacheStats,
+    CacheStatus,
+    Caller,
+    Evidence,
+    Freshness,
+    InvalidRequest,
+    ProviderFailure,
+)
+
+MAX_QUESTION_CHARS = 2000
+"""A research question longer than this is refused: ask about one thing at a time."""
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Depth(StrEnum):
+    """How much work one research run may do (see :data:`DEPTH_PRESETS`)."""
+
+    BASIC = "basic"
+    STANDARD = "standard"
+    DEEP = "deep"
+
+
+class FetchMode(StrEnum):
+    """Whether result pages are fetched: ``auto`` when the snippets do not satisfy the critic."""
+
+    AUTO = "auto"
+    ALWAYS = "always"
+    NEVER = "never"
+
+
+class ResearchStatus(StrEnum):
+    """The retrieval statuses plus ``budget_exhausted`` (stopped on a budget, critic not satisfied)."""
+
+    COMPLETE = "complete"
+    PARTIAL = "partial"
+    NO_RESULTS = "no_results"
+    FAILED = "failed"
+    FORBIDDEN = "forbidden"
+    BUDGET_EXHAUSTED = "budget_exhausted"
+
+
+class StopReason(StrEnum):
+    """Why the research loop stopped."""
+
+    SATISFIED = "satisfied"
+    MAX_ITERATIONS = "max_iterations"
+    MAX_QUERIES = "max_queries"
+    DEADLINE = "deadline"
+    NO_NEW_QUERIES = "no_new_queries"
+    ALL_BACKENDS_FAILED = "all_backends_failed"
+    NOT_CONFIGURED = "not_configured"
+    FORBIDDEN = "forbidden"
+
+
+BUDGET_STOPS = frozenset({StopReason.MAX_ITERATIONS, StopReason.MAX_QUERIES, StopReason.DEADLINE})
+"""Stops that mean "a budget ran out" rather than "done" or "cannot"."""
+
+
+class DepthPreset(_Frozen):
+    """The numbers of one depth (DESIGN.md); requests may lower them, configuration caps bound them."""
+
+    queries: int
+    fetches: int
+    iterations: int
+    results_per_query: int
+    min_sources: int
+    context_tokens: int
+
+
+DEPTH_PRESETS: dict[Depth, DepthPreset] = {
+    Depth.BASIC: DepthPreset(
+        queries=1, fetches=1, iterations=1, results_per_query=3, min_sources=1, context_tokens=1500
+    ),
+    Depth.STANDARD: DepthPreset(
+        queries=3, fetches=2, iterations=1, results_per_query=5, min_sources=2, context_tokens=4000
+    ),
+    Depth.DEEP: DepthPreset(
+        queries=6, fetches=5, iterations=3, results_per_query=8, min_sources=5, context_tokens=10_000
+    ),
+}
+
+
+class WebResearchRequest(_Frozen):
+    """What to research. Build it with :meth:`create` to get :class:`InvalidRequest` on bad input.
+
+    Attributes:
+        question: the question (1 … 2000 characters).
+        depth: basic, standard or deep.
+        max_queries, max_fetches, max_iterations, results_per_query, min_sources,
+            max_context_tokens: per-request values; they may lower the depth's preset, never raise it.
+        fetch: auto / always / never.
+        freshness: auto / fresh / cached (how the cache is used).
+        recency_days: how recent sources must be to count as fresh (inferred from the question when
+            ``None``: "latest", "current", this year… ask for one year).
+    """
+
+    question: str
+    depth: Depth = Depth.STANDARD
+    max_queries: Annotated[int, Field(ge=1)] | None = None
+    max_fetches: Annotated[int, Field(ge=0)] | None = None
+    max_iterations: Annotated[int, Field(ge=1)] | None = None
+    results_per_query: Annotated[int, Field(ge=1)] | None = None
+    min_sources: Annotated[int, Field(ge=1)] | None = None
+    max_context_tokens: Annotated[int, Field(ge=1)] | None = None
+    fetch: FetchMode = FetchMode.AUTO
+    freshness: Freshness = Freshness.AUTO
+    recency_days: Annotated[float, Field(gt=0)] | None = None
+
+    @field_validator("question")
+    @classmethod
+    def _question_ok(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("the question is empty; ask something with at least one word")
+        if len(value) > MAX_QUESTION_CHARS:
+            raise ValueError(
+                f"the question has {len(value):,} characters; the limit is {MAX_QUESTION_CHARS:,}"
+            )
+        return value
+
+    @classmethod
+    def create(cls, question: str, **fields: Any) -> WebResearchRequest:
+        """Validate and build a request; bad input raises :class:`InvalidRequest` with the reason."""
+        if not isinstance(question, str):
+            raise InvalidRequest(f"the question must be text, not {type(question).__name__}")
+        try:
+            return cls(question=question, **fields)
+        except ValidationError as exc:
+            reasons = "; ".join(
+                f"{'.'.join(str(p) for p in err['loc']) or 'request'}: {err['msg']}" for err in exc.errors()
+            )
+            raise InvalidRequest(f"invalid web research request: {reasons}") from exc
+
+
+class ResearchBudget(_Frozen):
+    """The limits a run worked under and what it used (every ``*_used`` ≤ its ``max_*``)."""
+
+    depth: Depth
+    max_queries: int
+    max_fetches: int
+    max_iterations: int
+    results_per_query: int
+    min_sources: int
+    max_context_tokens: int
+    queries_used: int = 0
+    fetches_used: int = 0
+    iterations_run: int = 0
+    used_tokens: int = 0
+    truncated: int = 0
+    omitted: int = 0
+    estimator: str = "chars/4 ESTIMATED"
+    lowered: list[str] = Field(default_factory=list)
+    """Plain notes on request values that were lowered to the preset or a configured cap."""
+
+
+class QueryRun(_Frozen):
+    """One query the run sent (or took from the cache)."""
+
+    query: str
+    iteration: int
+    purpose: str
+    backend: str | None = None
+    results: int = 0
+    new_sources: int = 0
+    cache: CacheStatus | None = None
+    query_truncated: bool = False
+    failed: bool = False
+    notes: list[str] = Field(default_factory=list)
+
+
+class Source(_Frozen):
+    """One unique page (by normalised URL) the searches found.
+
+    Attributes:
+        url: the first spelling seen; ``normalized_url`` is the key all spellings share.
+        spellings: how many distinct spellings of this URL the results held.
+        site: the host without ``www.`` (what "independent sources" counts).
+        provider: the search backend that found it first.
+        score: the best passage score (0 when nothing relevant was found on it).
+        rank: its best rank in any result list.
+        fetched: whether the page itself was read (else only the snippet).
+        fetch_status: ``fetched``, ``snippet_only`` (not fetched) or the fetch failure's reason.
+        cache: the page cache status when fetched, else the search cache status.
+        used: whether it contributed evidence.
+    """
+
+    url: str
+    normalized_url: str
+    spellings: int = 1
+    title: str = ""
+    site: str = ""
+    provider: str = ""
+    score: float = 0.0
+    rank: int = 1
+    fetched: bool = False
+    fetch_status: str = "snippet_only"
+    fetch_error: str | None = None
+    cache: CacheStatus | None = None
+    published: str | None = None
+    used: bool = False
+    instruction_like: int = 0
+
+
+class CriticBreakdown(_Frozen):
+    """The critic's components, each in [0, 1], and what they were computed from."""
+
+    coverage: float
+    independence: float
+    authority: float
+    freshness: float
+    corroboration: float
+    failures: float
+    covered_terms: list[str] = Field(default_factory=list)
+    missing_terms: list[str] = Field(default_factory=list)
+    sites_per_term: dict[str, int] = Field(default_factory=dict)
+    """For each question word, how many distinct sites' evidence contains it."""
+    distinct_sites: int = 0
+    min_sources: int = 1
+    contradictions: list[str] = Field(default_factory=list)
+    recency_days: float | None = None
+    weights: dict[str, float] = Field(default_factory=dict)
+
+
+class Confidence(_Frozen):
+    """How far the evidence can be trusted to answer the question. Metadata, not permission.
+
+    ``sufficient`` is ``value >= floor``; ``satisfied`` additionally needs every term covered, enough
+    independent sites and no contradiction (the research loop stops on it).
+    """
+
+    value: Annotated[float, Field(ge=0, le=1)]
+    floor: float
+    sufficient: bool
+    satisfied: bool
+    version: str
+    breakdown: CriticBreakdown
+    explanation: str
+
+
+class WebResearchResult(_Frozen):
+    """The answer of a web research run (DESIGN.md "WebResearchResult").
+
+    ``evidence`` is packed into ``budget.max_context_tokens`` (untrusted, contained); ``limitations``
+    holds the plain sentences an answer built on it must disclose.
+    """
+
+    request: WebResearchRequest
+    caller: Caller
+    status: ResearchStatus
+    stop_reason: StopReason
+    queries_run: list[QueryRun] = Field(default_factory=list)
+    sources: list[Source] = Field(default_factory=list)
+    evidence: list[Evidence] = Field(default_factory=list)
+    confidence: Confidence
+    cache: CacheStats = Field(default_factory=CacheStats)
+    budget: ResearchBudget
+    provider_failures: list[ProviderFailure] = Field(default_factory=list)
+    limitations: list[str] = Field(default_factory=list)
+    elapsed_ms: float = 0.0
+
+    def to_json(self) -> str:
+        """The result as a JSON document."""
+        return self.model_dump_json(indent=2)

@@ -1,0 +1,662 @@
+"""The web-research workflow: plan → search → fetch → passages → pack → critic, iterated within budgets.
+
+One run, for the researcher or the research workflow only:
+
+1. resolve the budget (depth preset, lowered by the request, bounded by the configured caps and the
+   caller's token budget);
+2. per iteration: plan queries (the question first, later what the critic found missing), search them
+   concurrently through the cache (backends fall back in order), merge results into sources by
+   normalised URL, fetch pages (``auto``: only while the snippets do not satisfy the critic), select
+   the passages relevant to the question, pack them into the context budget, run the critic;
+3. stop when the critic is satisfied, a budget is spent, the deadline passes or nothing new is left
+   to ask — and say which.
+
+Nothing is invented: when every backend fails the result is ``failed`` with no source.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+import anyio
+from simone.providers.web import (
+    PageOutcome,
+    SearchOutcome,
+    WebSearcher,
+    WebStack,
+    check_web_caller,
+    select_passages,
+    split_passages,
+    web_evidence,
+)
+from simone.runtime import (
+    AccessDenied,
+    Analyzer,
+    CacheSession,
+    CacheStats,
+    CacheStatus,
+    CharEstimator,
+    Evidence,
+    ProviderFailure,
+    ResearchCache,
+    TokenEstimator,
+    TrustedContext,
+    WebSettings,
+    default_analyzer,
+    normalize_url,
+)
+from simone.runtime._packing import PackItem, pack
+from simone.workflows.research._budget import resolve_budget
+from simone.workflows.research._critic import SourceView, critique
+from simone.workflows.research._models import (
+    BUDGET_STOPS,
+    Confidence,
+    FetchMode,
+    QueryRun,
+    ResearchBudget,
+    ResearchStatus,
+    Source,
+    StopReason,
+    WebResearchRequest,
+    WebResearchResult,
+)
+from simone.workflows.research._plan import PlannedQuery, follow_up_queries, initial_queries
+
+PROVIDER_NAME = "web"
+"""The provider name on web evidence."""
+
+
+def site_of(url: str) -> str:
+    """The host of ``url`` without ``www.`` (what independent sources are counted by)."""
+    host = (urlsplit(url).hostname or "").lower().rstrip(".")
+    return host[4:] if host.startswith("www.") else host
+
+
+@dataclass(slots=True)
+class _SourceState:
+    url: str
+    key: str
+    order: int
+    title: str
+    snippet: str
+    site: str
+    provider: str
+    rank: int
+    published: str | None
+    search_cache: CacheStatus | None
+    spellings: set[str] = field(default_factory=set)
+    page: PageOutcome | None = None
+
+
+@dataclass(slots=True)
+class _Assembly:
+    evidence: list[Evidence]
+    views: list[SourceView]
+    scores: dict[str, float]
+    used_tokens: int
+    truncated: int
+    omitted: int
+    flags: dict[str, int]
+
+
+@dataclass(slots=True)
+class _RunState:
+    request: WebResearchRequest
+    budget: ResearchBudget
+    session: CacheSession
+    sources: dict[str, _SourceState] = field(default_factory=dict)
+    queries: list[QueryRun] = field(default_factory=list)
+    failures: list[ProviderFailure] = field(default_factory=list)
+    queries_used: int = 0
+    fetches_used: int = 0
+    iterations: int = 0
+    attempted: int = 0
+    failed: int = 0
+    truncated_queries: int = 0
+
+
+class WebResearch:
+    """Bounded web research over a :class:`~simone.providers.web.WebSearcher`.
+
+    Args:
+        searcher: backends, fetcher and extraction.
+        cache: the research cache (open).
+        settings: the web settings (hard caps, confidence floor, passages per source).
+        analyzer: the lexical analysis (the shared default when ``None``).
+        estimator: counts tokens for packing (``chars/4 ESTIMATED`` by default).
+        clock: the time source for freshness judgements.
+
+    Example:
+        ``async with open_web(settings) as stack: result = await WebResearch.from_stack(stack).run(request, ctx)``
+    """
+
+    def __init__(
+        self,
+        searcher: WebSearcher,
+        cache: ResearchCache,
+        settings: WebSettings | None = None,
+        *,
+        analyzer: Analyzer | None = None,
+        estimator: TokenEstimator | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.searcher = searcher
+        self.cache = cache
+        self.settings = settings or WebSettings()
+        self.analyzer = analyzer
+        self.estimator: TokenEstimator = estimator or CharEstimator()
+        self.clock = clock
+
+    @classmethod
+    def from_stack(cls, stack: WebStack, **options: Any) -> WebResearch:
+        """The workflow over an open web stack (same searcher, cache and settings)."""
+        return cls(stack.searcher, stack.cache, stack.settings, clock=stack.cache.clock, **options)
+
+    async def run(self, request: WebResearchRequest, context: TrustedContext) -> WebResearchResult:
+        """Research ``request`` for ``context``; never raises for a failing web, returns a result."""
+        started = time.perf_counter()
+        budget = resolve_budget(request, self.settings, context_tokens=context.token_budget)
+        budget = budget.model_copy(update={"estimator": self.estimator.label})
+        try:
+            check_web_caller(context, PROVIDER_NAME)
+        except AccessDenied as exc:
+            failure = ProviderFailure(provider=PROVIDER_NAME, kind="forbidden", message=exc.message)
+            return self._empty(
+                request,
+                context,
+                budget,
+                ResearchStatus.FORBIDDEN,
+                StopReason.FORBIDDEN,
+                [failure],
+                [exc.message],
+                started,
+            )
+        if not self.searcher.configured:
+            message = (
+                "web research is not configured: set web.searxng_url, SIMONE_WEB__BRAVE_API_KEY or "
+                "SIMONE_WEB__TAVILY_API_KEY"
+            )
+            failure = ProviderFailure(provider=PROVIDER_NAME, kind="not_configured", message=message)
+            return self._empty(
+                request,
+                context,
+                budget,
+                ResearchStatus.FAILED,
+                StopReason.NOT_CONFIGURED,
+                [failure],
+                [message],
+                started,
+            )
+        analyzer = self.analyzer or default_analyzer()
+        state = _RunState(request=request, budget=budget, session=self.cache.session())
+        stop = StopReason.MAX_ITERATIONS
+        assembly = _Assembly([], [], {}, 0, 0, 0, {})
+        confidence = self._critique(state, assembly, analyzer)
+        remaining = context.remaining_s()
+        with anyio.move_on_after(math.inf if remaining is None else remaining) as scope:
+            for iteration in range(1, budget.max_iterations + 1):
+                queries_left = budget.max_queries - state.queries_used
+                if queries_left <= 0:
+                    stop = StopReason.MAX_QUERIES
+                    break
+                iterations_left = budget.max_iterations - iteration + 1
+                allowance = max(1, math.ceil(queries_left / iterations_left))
+                if iteration == 1:
+                    planned = initial_queries(request.question, analyzer, allowance)
+                else:
+                    planned = follow_up_queries(
+                        request.question,
+                        analyzer,
+                        confidence.breakdown,
+                        sorted({s.site for s in state.sources.values()}),
+                        [q.query for q in state.queries],
+                        allowance,
+                    )
+                if not planned:
+                    stop = StopReason.NO_NEW_QUERIES
+                    break
+                state.iterations = iteration
+                await self._search(state, planned, iteration, context)
+                if not state.sources and all(q.failed for q in state.queries):
+                    stop = StopReason.ALL_BACKENDS_FAILED
+                    break
+                assembly = await self._assemble(state, analyzer)
+                confidence = self._critique(state, assembly, analyzer)
+                fetch_allowance = math.ceil((budget.max_fetches - state.fetches_used) / iterations_left)
+                if (
+                    request.fetch is not FetchMode.NEVER
+                    and fetch_allowance > 0
+                    and not (request.fetch is FetchMode.AUTO and confidence.satisfied)
+                ):
+                    if await self._fetch(state, fetch_allowance, context):
+                        assembly = await self._assemble(state, analyzer)
+                        confidence = self._critique(state, assembly, analyzer)
+                if confidence.satisfied:
+                    stop = StopReason.SATISFIED
+                    break
+                if state.queries_used >= budget.max_queries:
+                    stop = StopReason.MAX_QUERIES
+                    break
+            else:
+                stop = StopReason.MAX_ITERATIONS
+        if scope.cancelled_caught:
+            stop = StopReason.DEADLINE
+            assembly = await self._assemble(state, analyzer)
+            confidence = self._critique(state, assembly, analyzer)
+        return self._result(request, context, state, assembly, confidence, stop, started)
+
+    # -- steps --------------------------------------------------------------------------------------
+
+    async def _search(
+        self, state: _RunState, planned: Sequence[PlannedQuery], iteration: int, context: TrustedContext
+    ) -> None:
+        outcomes: list[SearchOutcome | None] = [None] * len(planned)
+
+        async def one(index: int, query: str) -> None:
+            outcomes[index] = await self.searcher.search(
+                query,
+                count=state.budget.results_per_query,
+                cache=state.session,
+                freshness=state.request.freshness,
+                timeout_s=context.remaining_s(),
+            )
+
+        state.queries_used += len(planned)
+        async with anyio.create_task_group() as group:
+            for index, item in enumerate(planned):
+                group.start_soon(one, index, item.query)
+        for item, outcome in zip(planned, outcomes, strict=True):
+            assert outcome is not None  # every task stored its outcome before the group exited
+            state.attempted += 1
+            state.failures.extend(outcome.failures)
+            page = outcome.page
+            if page is None:
+                state.failed += 1
+                state.queries.append(
+                    QueryRun(
+                        query=item.query,
+                        iteration=iteration,
+                        purpose=item.purpose,
+                        failed=True,
+                        notes=[f.message for f in outcome.failures],
+                    )
+                )
+                continue
+            new = 0
+            for hit in page.hits:
+                key = normalize_url(hit.url)
+                existing = state.sources.get(key)
+                if existing is None:
+                    state.sources[key] = _SourceState(
+                        url=hit.url,
+                        key=key,
+                        order=len(state.sources),
+                        title=hit.title,
+                        snippet=hit.snippet,
+                        site=site_of(key),
+                        provider=page.backend,
+                        rank=hit.rank,
+                        published=hit.published,
+                        search_cache=outcome.cache,
+                        spellings={hit.url},
+                    )
+                    new += 1
+                else:
+                    existing.spellings.add(hit.url)
+                    existing.rank = min(existing.rank, hit.rank)
+                    if not existing.snippet and hit.snippet:
+                        existing.snippet = hit.snippet
+            if page.query_truncated:
+                state.truncated_queries += 1
+            state.queries.append(
+                QueryRun(
+                    query=item.query,
+                    iteration=iteration,
+                    purpose=item.purpose,
+                    backend=page.backend,
+                    results=len(page.hits),
+                    new_sources=new,
+                    cache=outcome.cache,
+                    query_truncated=page.query_truncated,
+                    notes=list(page.notes),
+                )
+            )
+
+    async def _fetch(self, state: _RunState, allowance: int, context: TrustedContext) -> bool:
+        candidates = sorted(
+            (s for s in state.sources.values() if s.page is None), key=lambda s: (s.rank, s.order)
+        )[: min(allowance, state.budget.max_fetches - state.fetches_used)]
+        if not candidates:
+            return False
+        state.fetches_used += len(candidates)
+
+        async def one(source: _SourceState) -> None:
+            source.page = await self.searcher.fetch_page(
+                source.url,
+                cache=state.session,
+                freshness=state.request.freshness,
+                timeout_s=context.remaining_s(),
+            )
+
+        async with anyio.create_task_group() as group:
+            for source in candidates:
+                group.start_soon(one, source)
+        for source in candidates:
+            state.attempted += 1
+            if source.page is not None and source.page.failure is not None:
+                state.failed += 1
+                state.failures.append(source.page.failure)
+        return True
+
+    async def _assemble(self, state: _RunState, analyzer: Analyzer) -> _Assembly:
+        ordered = sorted(state.sources.values(), key=lambda s: (s.rank, s.order))
+        documents: list[tuple[str, list[str]]] = []
+        for source in ordered:
+            extracted = source.page.page if source.page is not None else None
+            if extracted is not None and extracted.text.strip():
+                documents.append((source.key, split_passages(extracted.text)))
+            elif source.snippet:
+                documents.append((source.key, [source.snippet]))
+        per_source = self.settings.passages_per_source
+        question = state.request.question
+        selected = await anyio.to_thread.run_sync(
+            lambda: select_passages(question, documents, per_source=per_source, analyzer=analyzer)
+        )
+        texts: dict[str, list[str]] = {}
+        scores: dict[str, float] = {}
+        for passage in selected:
+            texts.setdefault(passage.source, []).append(passage.text)
+            scores[passage.source] = max(scores.get(passage.source, 0.0), passage.score)
+        chosen = sorted(
+            (state.sources[key] for key in texts), key=lambda s: (-scores[s.key], s.rank, s.order)
+        )
+        candidates: list[Evidence] = []
+        for source in chosen:
+            extracted = source.page.page if source.page is not None else None
+            metadata: dict[str, Any] = {
+                "site": source.site,
+                "search_backend": source.provider,
+                "search_rank": source.rank,
+                "fetched": extracted is not None,
+                "fetch_status": self._fetch_status(source),
+                "cache": (
+                    source.page.cache.value
+                    if source.page is not None and extracted is not None
+                    else source.search_cache.value
+                    if source.search_cache
+                    else None
+                ),
+                "published": (extracted.date if extracted and extracted.date else source.published),
+                "passages": len(texts[source.key]),
+                "retrieved_at": self.clock(),
+            }
+            candidates.append(
+                web_evidence(
+                    provider_name=PROVIDER_NAME,
+                    url=source.url,
+                    title=extracted.title if extracted and extracted.title else source.title,
+                    content="\n…\n".join(texts[source.key]),
+                    score=round(scores[source.key], 6),
+                    metadata=metadata,
+                )
+            )
+        packed = pack(
+            [
+                PackItem(id=e.id, text=e.content, provider=e.provider_name, locator=e.locator)
+                for e in candidates
+            ],
+            state.budget.max_context_tokens,
+            self.estimator,
+        )
+        evidence: list[Evidence] = []
+        views: list[SourceView] = []
+        flags: dict[str, int] = {}
+        for index, text, truncated, tokens in packed.kept:
+            item = candidates[index]
+            if truncated:
+                item = Evidence.create(
+                    provider=item.provider,
+                    provider_name=item.provider_name,
+                    locator=item.locator,
+                    content=text,
+                    title=item.title,
+                    score=item.score,
+                    trust=item.trust,
+                    metadata={**item.metadata, "truncated": True, "tokens": tokens},
+                )
+            else:
+                item = item.model_copy(update={"metadata": {**item.metadata, "tokens": tokens}})
+            evidence.append(item.model_copy(update={"rank": len(evidence) + 1}))
+            source = state.sources[normalize_url(item.locator)]
+            views.append(
+                SourceView(
+                    site=source.site,
+                    text=item.content,
+                    fetched=bool(item.metadata.get("fetched")),
+                    published=item.metadata.get("published"),
+                )
+            )
+            flags[source.key] = len(item.metadata.get("instruction_like", []))
+        return _Assembly(
+            evidence,
+            views,
+            scores,
+            packed.used_tokens,
+            sum(1 for k in packed.kept if k[2]),
+            len(packed.over_budget),
+            flags,
+        )
+
+    def _critique(self, state: _RunState, assembly: _Assembly, analyzer: Analyzer) -> Confidence:
+        return critique(
+            state.request.question,
+            assembly.views,
+            min_sources=state.budget.min_sources,
+            floor=self.settings.confidence_floor,
+            attempted=state.attempted,
+            failed=state.failed,
+            now=self.clock(),
+            recency_days=state.request.recency_days,
+            analyzer=analyzer,
+        )
+
+    @staticmethod
+    def _fetch_status(source: _SourceState) -> str:
+        if source.page is None:
+            return "snippet_only"
+        if source.page.page is not None:
+            return "fetched"
+        return source.page.reason or "error"
+
+    # -- the result ---------------------------------------------------------------------------------
+
+    def _result(
+        self,
+        request: WebResearchRequest,
+        context: TrustedContext,
+        state: _RunState,
+        assembly: _Assembly,
+        confidence: Confidence,
+        stop: StopReason,
+        started: float,
+    ) -> WebResearchResult:
+        budget = state.budget.model_copy(
+            update={
+                "queries_used": state.queries_used,
+                "fetches_used": state.fetches_used,
+                "iterations_run": state.iterations,
+                "used_tokens": assembly.used_tokens,
+                "truncated": assembly.truncated,
+                "omitted": assembly.omitted,
+            }
+        )
+        used = {normalize_url(e.locator) for e in assembly.evidence}
+        sources = [
+            Source(
+                url=s.url,
+                normalized_url=s.key,
+                spellings=len(s.spellings),
+                title=(s.page.page.title if s.page and s.page.page and s.page.page.title else s.title)[:500],
+                site=s.site,
+                provider=s.provider,
+                score=round(assembly.scores.get(s.key, 0.0), 6),
+                rank=s.rank,
+                fetched=bool(s.page and s.page.page),
+                fetch_status=self._fetch_status(s),
+                fetch_error=s.page.failure.message if s.page and s.page.failure else None,
+                cache=(s.page.cache if s.page is not None and s.page.page is not None else s.search_cache),
+                published=(s.page.page.date if s.page and s.page.page and s.page.page.date else s.published),
+                used=s.key in used,
+                instruction_like=assembly.flags.get(s.key, 0),
+            )
+            for s in sorted(
+                state.sources.values(), key=lambda s: (-assembly.scores.get(s.key, 0.0), s.rank, s.order)
+            )
+        ]
+        search_failures = [f for f in state.failures if f.leg == "search"]
+        fetch_failures = [f for f in state.failures if f.leg == "fetch"]
+        if stop is StopReason.ALL_BACKENDS_FAILED or (
+            not assembly.evidence and search_failures and not state.sources
+        ):
+            status = ResearchStatus.FAILED
+        elif not assembly.evidence:
+            status = (
+                ResearchStatus.FAILED
+                if search_failures and all(q.failed for q in state.queries)
+                else ResearchStatus.NO_RESULTS
+            )
+        elif stop in BUDGET_STOPS and not confidence.satisfied:
+            status = ResearchStatus.BUDGET_EXHAUSTED
+        elif search_failures or fetch_failures:
+            status = ResearchStatus.PARTIAL
+        else:
+            status = ResearchStatus.COMPLETE
+        stats = state.session.stats()
+        limitations = self._limitations(
+            state, budget, confidence, stop, status, sources, stats, search_failures
+        )
+        return WebResearchResult(
+            request=request,
+            caller=context.caller,
+            status=status,
+            stop_reason=stop,
+            queries_run=state.queries,
+            sources=sources,
+            evidence=assembly.evidence,
+            confidence=confidence,
+            cache=stats,
+            budget=budget,
+            provider_failures=state.failures,
+            limitations=limitations,
+            elapsed_ms=(time.perf_counter() - started) * 1000,
+        )
+
+    def _limitations(
+        self,
+        state: _RunState,
+        budget: ResearchBudget,
+        confidence: Confidence,
+        stop: StopReason,
+        status: ResearchStatus,
+        sources: Sequence[Source],
+        stats: CacheStats,
+        search_failures: Sequence[ProviderFailure],
+    ) -> list[str]:
+        out: list[str] = []
+        if status is ResearchStatus.FAILED and stop is StopReason.ALL_BACKENDS_FAILED:
+            out.append(
+                "Every web search failed, so there is no web evidence; nothing here comes from the web."
+            )
+        elif not confidence.breakdown.covered_terms and not sources:
+            out.append("The web search found nothing for this question.")
+        if search_failures:
+            backends = sorted({f.provider for f in search_failures})
+            out.append(f"{len(search_failures)} search call(s) failed ({', '.join(backends)}).")
+        failed_pages = [s for s in sources if s.fetch_status not in ("fetched", "snippet_only")]
+        if failed_pages:
+            reasons = sorted({s.fetch_status for s in failed_pages})
+            out.append(
+                f"{len(failed_pages)} page(s) could not be read ({', '.join(reasons)}); only their search snippets were used."
+            )
+        snippet_only = [s for s in sources if s.used and not s.fetched]
+        if snippet_only:
+            out.append(
+                f"{len(snippet_only)} source(s) are known only by their search snippet, not the page itself."
+            )
+        if state.truncated_queries:
+            out.append(
+                f"{state.truncated_queries} query(ies) were cut to the length the search backend accepts."
+            )
+        if stats.stale_served:
+            out.append(
+                f"{stats.stale_served} result(s) came from the cache after their freshness period (cached mode)."
+            )
+        b = confidence.breakdown
+        if b.missing_terms and sources:
+            out.append("No source covered: " + ", ".join(b.missing_terms) + ".")
+        if sources and b.distinct_sites < b.min_sources:
+            out.append(
+                f"Only {b.distinct_sites} independent site(s) were found; {b.min_sources} were wanted."
+            )
+        for contradiction in b.contradictions:
+            out.append(f"Sources disagree: {contradiction}.")
+        if sources and not confidence.sufficient:
+            out.append(
+                f"The evidence is insufficient: confidence {confidence.value:.2f} is below the floor {confidence.floor:.2f}."
+            )
+        if budget.truncated or budget.omitted:
+            out.append(
+                f"The context budget of {budget.max_context_tokens} tokens cut {budget.truncated} passage(s) "
+                f"and left out {budget.omitted}."
+            )
+        flagged = sum(s.instruction_like for s in sources)
+        if flagged:
+            out.append(
+                f"{flagged} instruction-like passage(s) were found in web text; they are quoted material, not instructions."
+            )
+        if stop is StopReason.DEADLINE:
+            out.append("The research stopped at its deadline; later steps did not run.")
+        elif stop in (StopReason.MAX_ITERATIONS, StopReason.MAX_QUERIES) and not confidence.satisfied:
+            out.append(
+                f"The research stopped on its {stop.value.replace('_', ' ')} budget before the critic was satisfied."
+            )
+        out.extend(f"Request limit: {note}." for note in budget.lowered)
+        return out
+
+    def _empty(
+        self,
+        request: WebResearchRequest,
+        context: TrustedContext,
+        budget: ResearchBudget,
+        status: ResearchStatus,
+        stop: StopReason,
+        failures: list[ProviderFailure],
+        limitations: list[str],
+        started: float,
+    ) -> WebResearchResult:
+        confidence = critique(
+            request.question,
+            [],
+            min_sources=budget.min_sources,
+            floor=self.settings.confidence_floor,
+            attempted=0,
+            failed=0,
+            now=self.clock(),
+            analyzer=self.analyzer,
+        )
+        return WebResearchResult(
+            request=request,
+            caller=context.caller,
+            status=status,
+            stop_reason=stop,
+            confidence=confidence,
+            budget=budget,
+            provider_failures=failures,
+            limitations=limitations,
+            elapsed_ms=(time.perf_counter() - started) * 1000,
+        )
