@@ -1,0 +1,167 @@
+"""``simone doctor`` — the document index's collections, their spaces, pending rows and the chain's health.
+
+Each configured embedder is probed once (a one-line text, bounded by the embedding timeout) so the
+report says which spaces can be embedded right now; each collection says whether an embedder of its
+own space is configured and answering. ``--json`` prints the same as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+from simone.agents.cli._settings import settings_from_args
+from simone.providers.documents import DocumentStore
+from simone.providers.documents._index import INDEX_FOLDER
+from simone.providers.embeddings import EmbeddingCache, build_chain
+from simone.runtime import EmbeddingChain, InvalidResponse, ProviderError, Settings
+
+PROBE_TEXT = "simone doctor probe"
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``doctor`` command."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "doctor", help="show the index's collections, spaces, pending rows and the embedding chain's health"
+    )
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.set_defaults(func=run)
+
+
+async def run(args: argparse.Namespace) -> int:
+    """Gather the report and print it; exit 1 when a collection's space cannot be embedded now."""
+    settings = settings_from_args(args)
+    report = await gather(settings)
+    if args.json:
+        sys.stdout.write(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    else:
+        render(report, Console())
+    return 0 if report["ok"] else 1
+
+
+async def probe(chain: EmbeddingChain, timeout_s: float) -> list[dict[str, Any]]:
+    """Embed one short text with each embedder of the chain; record success, latency or the error."""
+    results: list[dict[str, Any]] = []
+    for position, embedder in enumerate(chain.embedders, start=1):
+        started = time.perf_counter()
+        entry: dict[str, Any] = {
+            "position": position,
+            "space": embedder.space.key,
+            "type": type(embedder).__name__,
+        }
+        try:
+            with anyio.fail_after(timeout_s):
+                vectors = await embedder.embed([PROBE_TEXT], kind="query")
+            if getattr(vectors, "shape", None) != (1, embedder.space.dimension):
+                raise InvalidResponse(f"answered shape {getattr(vectors, 'shape', None)}")
+            entry.update(ok=True, ms=round((time.perf_counter() - started) * 1000, 1))
+        except TimeoutError:
+            entry.update(ok=False, error=f"timeout: no answer within {timeout_s:g} s")
+        except ProviderError as exc:
+            entry.update(ok=False, error=f"{exc.kind}: {exc.message}")
+        except Exception as exc:  # noqa: BLE001 - a doctor reports every failure instead of crashing
+            entry.update(ok=False, error=f"{type(exc).__name__}: {exc}")
+        results.append(entry)
+    return results
+
+
+async def gather(settings: Settings) -> dict[str, Any]:
+    """The doctor's report as a JSON-ready dict."""
+    data_dir = Path(settings.data_dir)
+    index_dir = data_dir / INDEX_FOLDER
+    report: dict[str, Any] = {"data_dir": str(data_dir), "index": str(index_dir), "collections": []}
+    async with build_chain(settings.embeddings) as chain:
+        embedders = await probe(chain, settings.embeddings.timeout_s)
+        report["embedders"] = embedders
+        health = chain.health()
+        report["health"] = health.model_dump() | {"fallback_ratio": health.fallback_ratio}
+        answering = {e["space"] for e in embedders if e["ok"]}
+        configured = {e["space"] for e in embedders}
+        ok = True
+        if await anyio.Path(index_dir).exists():
+            async with DocumentStore(index_dir) as store:
+                for name in await store.collection_names():
+                    entry: dict[str, Any] = {"name": name}
+                    try:
+                        collection = await store.open_collection(name)
+                        assert collection is not None
+                        info = await collection.info()
+                    except ProviderError as exc:
+                        entry.update(error=f"{exc.kind}: {exc.message}")
+                        ok = False
+                        report["collections"].append(entry)
+                        continue
+                    space = info.space.key
+                    entry.update(
+                        space=space,
+                        normalized=info.space.normalized,
+                        rows=info.rows,
+                        files=info.files,
+                        pending=info.pending,
+                        indexes=list(info.indexes),
+                        space_configured=space in configured,
+                        space_answering=space in answering,
+                    )
+                    if space not in answering:
+                        ok = False
+                        entry["advice"] = (
+                            f"no embedder of {space} answers: semantic search is unavailable for this "
+                            "collection (lexical still works) and new rows wait as pending. "
+                            + (
+                                "Start that embedder again, then run 'simone index --embed-pending'."
+                                if space in configured
+                                else "Configure that model again, or re-index into a new collection."
+                            )
+                        )
+                    elif info.pending:
+                        entry["advice"] = "run 'simone index --embed-pending' to embed the pending rows"
+                    report["collections"].append(entry)
+        if settings.embeddings.cache:
+            cache_path = data_dir / "embedding-cache.sqlite3"
+            if await anyio.Path(cache_path).exists():
+                async with EmbeddingCache(cache_path) as cache:
+                    report["embedding_cache"] = {"path": str(cache_path), "vectors": await cache.count()}
+    report["ok"] = ok
+    return report
+
+
+def render(report: dict[str, Any], console: Console) -> None:
+    """The report for a terminal."""
+    console.print(f"data dir: {escape(report['data_dir'])}")
+    chain = Table(title="embedding chain (in order)")
+    for column in ("#", "space", "embedder", "status"):
+        chain.add_column(column)
+    for entry in report["embedders"]:
+        status = f"[green]ok[/] {entry['ms']} ms" if entry["ok"] else f"[red]{escape(entry['error'])}[/]"
+        chain.add_row(str(entry["position"]), escape(entry["space"]), entry["type"], status)
+    console.print(chain)
+    health = report["health"]
+    flag = "[red]degraded[/]" if health["degraded"] else "[green]healthy[/]"
+    console.print(
+        f"health window: {flag} — {health['fallbacks']} fallback(s) in {health['samples']} recent "
+        f"search(es) of this process (degraded when > 50% of at least {health['min_samples']})"
+    )
+    if not report["collections"]:
+        console.print("no collections yet: run 'simone index PATH'")
+    for entry in report["collections"]:
+        if "error" in entry:
+            console.print(f"[red]collection {escape(entry['name'])}: {escape(entry['error'])}[/]")
+            continue
+        console.print(
+            f"collection [bold]{escape(entry['name'])}[/]: space {escape(entry['space'])} · "
+            f"{entry['files']:,} file(s) · {entry['rows']:,} chunk(s) · {entry['pending']:,} pending · "
+            f"indexes {', '.join(entry['indexes']) or 'none'}"
+        )
+        if "advice" in entry:
+            console.print(f"  [yellow]{escape(entry['advice'])}[/]")
+    if "embedding_cache" in report:
+        cache = report["embedding_cache"]
+        console.print(f"embedding cache: {cache['vectors']:,} vector(s) in {escape(cache['path'])}")

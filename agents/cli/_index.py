@@ -1,0 +1,139 @@
+"""``simone index PATH… [--embed-pending]`` — index files into the document index, incrementally.
+
+A progress bar shows files, chunks, embedded, pending and skipped counts while it runs; a summary
+lists what was skipped and why, and any embedding failure (rows then wait as "pending embedding" and
+are still found by lexical search). ``--json`` prints the report as JSON instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from simone.agents.cli._settings import settings_from_args
+from simone.providers.documents import DocumentIndex, IndexReport
+from simone.runtime import InvalidRequest
+
+SKIPPED_SHOWN = 20
+"""How many skipped files the summary lists one by one (the rest are counted)."""
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``index`` command."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "index",
+        help="index files into the document index (incremental; Markdown, text, code, HTML, PDF)",
+        description="Index files and folders. Unchanged files are skipped, vanished files are removed, "
+        "and only new text is embedded. Rows whose embedder is unavailable wait as pending.",
+    )
+    parser.add_argument("paths", nargs="*", metavar="PATH", help="files or folders to index")
+    parser.add_argument(
+        "--embed-pending",
+        action="store_true",
+        help="embed the chunks still waiting for a vector (alone, or after indexing PATHs)",
+    )
+    parser.add_argument("--project", default="", help="the project the chunks belong to (default: none)")
+    parser.add_argument("--collection", default=None, help="the collection (default: index.collection)")
+    parser.add_argument(
+        "--no-embed", action="store_true", help="store new chunks as pending (lexical search only for now)"
+    )
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.set_defaults(func=run)
+
+
+async def run(args: argparse.Namespace) -> int:
+    """Index the paths (and/or embed pending rows) and print the report."""
+    if not args.paths and not args.embed_pending:
+        raise InvalidRequest("give at least one PATH to index, or --embed-pending")
+    settings = settings_from_args(args)
+    console = Console(stderr=True)
+    reports: list[IndexReport] = []
+    async with DocumentIndex.open(settings, collection=args.collection) as index:
+        with _progress_bar(console, enabled=not args.json) as bar:
+            task = bar.add_task("indexing", total=None)
+
+            def progress(report: IndexReport) -> None:
+                bar.update(
+                    task,
+                    total=report.files_total or None,
+                    completed=report.files_done,
+                    description=_describe(report),
+                )
+
+            if args.paths:
+                reports.append(
+                    await index.index_paths(
+                        args.paths, project=args.project, progress=progress, embed=not args.no_embed
+                    )
+                )
+            if args.embed_pending:
+                bar.update(task, description="embedding pending chunks")
+                reports.append(await index.embed_pending(progress=progress))
+    if args.json:
+        payload: Any = [r.to_dict() for r in reports] if len(reports) > 1 else reports[0].to_dict()
+        sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+    else:
+        out = Console()
+        for report in reports:
+            print_summary(report, out)
+    return 0
+
+
+def _progress_bar(console: Console, *, enabled: bool) -> Progress:
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        disable=not enabled,
+        transient=True,
+    )
+
+
+def _describe(report: IndexReport) -> str:
+    return (
+        f"files {report.files_done}/{report.files_total} · chunks {report.chunks} · "
+        f"embedded {report.embedded} · pending {report.pending} · skipped {len(report.skipped)}"
+    )
+
+
+def print_summary(report: IndexReport, console: Console) -> None:
+    """The final summary of one run."""
+    table = Table(
+        title=f"collection {escape(report.collection)} · space {escape(report.space)}", show_header=False
+    )
+    table.add_column("what")
+    table.add_column("count", justify="right")
+    rows = [
+        ("files found", report.files_total),
+        ("files indexed (new or changed)", report.files_indexed),
+        ("files unchanged", report.files_unchanged),
+        ("files removed (vanished)", report.files_deleted),
+        ("files skipped", len(report.skipped)),
+        ("chunks written", report.chunks),
+        ("chunks embedded now", report.embedded),
+        ("vectors from the embedding cache", report.cached),
+        ("vectors reused from the index", report.reused),
+        ("chunks stored pending", report.pending),
+        ("pending chunks embedded", report.pending_filled),
+        ("chunks still pending", report.pending_left),
+    ]
+    for label, value in rows:
+        table.add_row(label, f"{value:,}")
+    table.add_row("seconds", f"{report.elapsed_s:.2f}")
+    console.print(table)
+    for skipped in report.skipped[:SKIPPED_SHOWN]:
+        console.print(f"[dim]skipped {escape(skipped.path)}: {escape(skipped.reason)}[/]")
+    if len(report.skipped) > SKIPPED_SHOWN:
+        console.print(f"[dim]… and {len(report.skipped) - SKIPPED_SHOWN} more skipped (see --json)[/]")
+    for failure in report.failures:
+        console.print(f"[bold yellow]warning:[/] {escape(failure)}")
+    for note in report.maintenance:
+        console.print(f"[dim]{escape(note)}[/]")
