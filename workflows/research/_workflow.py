@@ -267,12 +267,34 @@ class WebResearch:
             )
 
         state.queries_used += len(planned)
-        async with anyio.create_task_group() as group:
-            for index, item in enumerate(planned):
-                group.start_soon(one, index, item.query)
+        try:
+            async with anyio.create_task_group() as group:
+                for index, item in enumerate(planned):
+                    group.start_soon(one, index, item.query)
+        finally:  # also on cancellation at the deadline: every query sent is accounted for
+            self._record_searches(state, planned, outcomes, iteration)
+
+    def _record_searches(
+        self,
+        state: _RunState,
+        planned: Sequence[PlannedQuery],
+        outcomes: Sequence[SearchOutcome | None],
+        iteration: int,
+    ) -> None:
         for item, outcome in zip(planned, outcomes, strict=True):
-            assert outcome is not None  # every task stored its outcome before the group exited
             state.attempted += 1
+            if outcome is None:
+                state.failed += 1
+                state.queries.append(
+                    QueryRun(
+                        query=item.query,
+                        iteration=iteration,
+                        purpose=item.purpose,
+                        failed=True,
+                        notes=["interrupted at the deadline"],
+                    )
+                )
+                continue
             state.failures.extend(outcome.failures)
             page = outcome.page
             if page is None:
@@ -343,14 +365,29 @@ class WebResearch:
                 timeout_s=context.remaining_s(),
             )
 
-        async with anyio.create_task_group() as group:
+        try:
+            async with anyio.create_task_group() as group:
+                for source in candidates:
+                    group.start_soon(one, source)
+        finally:  # also on cancellation at the deadline
             for source in candidates:
-                group.start_soon(one, source)
-        for source in candidates:
-            state.attempted += 1
-            if source.page is not None and source.page.failure is not None:
-                state.failed += 1
-                state.failures.append(source.page.failure)
+                state.attempted += 1
+                if source.page is None:
+                    source.page = PageOutcome(
+                        url=source.url,
+                        page=None,
+                        failure=ProviderFailure(
+                            provider="web-fetch",
+                            kind="timeout",
+                            message="the fetch was interrupted at the research deadline",
+                            retryable=True,
+                            leg="fetch",
+                        ),
+                        reason="timeout",
+                    )
+                if source.page.failure is not None:
+                    state.failed += 1
+                    state.failures.append(source.page.failure)
         return True
 
     async def _assemble(self, state: _RunState, analyzer: Analyzer) -> _Assembly:
@@ -520,19 +557,18 @@ class WebResearch:
         ]
         search_failures = [f for f in state.failures if f.leg == "search"]
         fetch_failures = [f for f in state.failures if f.leg == "fetch"]
-        if stop is StopReason.ALL_BACKENDS_FAILED or (
-            not assembly.evidence and search_failures and not state.sources
-        ):
+        if stop is StopReason.ALL_BACKENDS_FAILED:
             status = ResearchStatus.FAILED
         elif not assembly.evidence:
-            status = (
-                ResearchStatus.FAILED
-                if search_failures and all(q.failed for q in state.queries)
-                else ResearchStatus.NO_RESULTS
-            )
+            if stop is StopReason.DEADLINE:
+                status = ResearchStatus.BUDGET_EXHAUSTED
+            elif search_failures:  # an impaired search cannot claim that nothing exists
+                status = ResearchStatus.FAILED
+            else:
+                status = ResearchStatus.NO_RESULTS
         elif stop in BUDGET_STOPS and not confidence.satisfied:
             status = ResearchStatus.BUDGET_EXHAUSTED
-        elif search_failures or fetch_failures:
+        elif search_failures or fetch_failures or any(q.failed for q in state.queries):
             status = ResearchStatus.PARTIAL
         else:
             status = ResearchStatus.COMPLETE
