@@ -141,6 +141,24 @@ class Session:
         """Call a tool as this session (capability, scope and argument checks apply)."""
         return await self.registry.call(self.profile, self.tool_context(), name, arguments)
 
+    def reserve(
+        self, question: str, *, depth: Depth = "standard", budget: Budget | None = None
+    ) -> ChildHandle:
+        """Reserve a researcher child: its budget is carved from this session's now; launch it in a group.
+
+        Raises:
+            BudgetExceeded: too many children are running, or nothing is left to give.
+            ProviderNotConfigured: no research runner is configured.
+        """
+        if self.research is None:
+            raise ProviderNotConfigured(
+                f"web research is not configured: {NOT_CONFIGURED_HINT}", provider="web-search"
+            )
+        carved = self.ledger.carve(budget or DEFAULT_CHILD_BUDGET)
+        handle = ChildHandle(question=question, budget=carved, depth=depth)
+        self.children.append(handle)
+        return handle
+
     def group(self) -> ChildGroup:
         """A group to run researcher children in: ``async with session.group() as g: g.spawn(...)``."""
         return ChildGroup(self)
@@ -149,8 +167,9 @@ class Session:
         self, question: str, *, depth: Depth = "standard", budget: Budget | None = None
     ) -> BaseModel:
         """Run one researcher child to completion and return its structured result."""
+        handle = self.reserve(question, depth=depth, budget=budget)  # typed errors raise here, unwrapped
         async with self.group() as group:
-            handle = group.spawn(question, depth=depth, budget=budget)
+            group.launch(handle)
         if handle.result is None:
             raise BudgetExceeded(
                 f"the researcher child ended without a result ({handle.status}: {handle.error})"
@@ -186,24 +205,22 @@ class ChildGroup:
         return await self._group.__aexit__(*exc_info)
 
     def spawn(self, question: str, *, depth: Depth = "standard", budget: Budget | None = None) -> ChildHandle:
-        """Start a researcher child with a budget carved from the parent's.
+        """Start a researcher child with a budget carved from the parent's (see :meth:`Session.reserve`).
 
         Raises:
             BudgetExceeded: too many children are running, or the parent has nothing left to give.
             ProviderNotConfigured: no research runner is configured.
         """
+        return self.launch(self.parent.reserve(question, depth=depth, budget=budget))
+
+    def launch(self, handle: ChildHandle) -> ChildHandle:
+        """Start a child reserved with :meth:`Session.reserve`."""
         if self._group is None:
-            raise RuntimeError("spawn inside 'async with session.group() as group'")
-        if self.parent.research is None:
-            raise ProviderNotConfigured(
-                "web research is not configured: set a search backend: SIMONE_WEB__SEARXNG_URL, "
-                "SIMONE_WEB__BRAVE_API_KEY or SIMONE_WEB__TAVILY_API_KEY",
-                provider="web-search",
-            )
-        carved = self.parent.ledger.carve(budget or DEFAULT_CHILD_BUDGET)
-        handle = ChildHandle(question=question, budget=carved, depth=depth)
+            raise RuntimeError("launch children inside 'async with session.group() as group'")
+        if handle.status != "pending":
+            raise RuntimeError(f"this child was already launched ({handle.status})")
+        handle.status = "running"
         self.handles.append(handle)
-        self.parent.children.append(handle)
         self._group.start_soon(self._run, handle)
         return handle
 
@@ -224,7 +241,6 @@ class ChildGroup:
             max_context_tokens=handle.budget.tokens,
             wall_s=handle.budget.wall_s,
         )
-        handle.status = "running"
         try:
             with handle._scope:
                 context = derive(

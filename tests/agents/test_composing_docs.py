@@ -1,0 +1,54 @@
+"""The code of docs/composing.md runs as written (offline: no documents, the loopback web)."""
+
+import re
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from simone.agents import Runtime
+from simone.providers._loopback import LoopbackWeb
+from simone.runtime import ProviderNotConfigured, Settings
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "composing.md"
+
+
+def _namespace() -> dict[str, Any]:
+    blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), flags=re.DOTALL)
+    assert len(blocks) >= 4
+    namespace: dict[str, Any] = {"__name__": "composing_docs"}
+    for block in blocks:
+        exec(compile(block, str(DOC), "exec"), namespace)
+    return namespace
+
+
+def test_custom_provider_and_rule_examples(isolated_env: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ns = _namespace()
+    settings = Settings(data_dir=isolated_env / "data")
+    anyio.run(ns["ask_the_faq"], settings)
+    out = capsys.readouterr().out
+    assert "complete ['When is the office open?']" in out
+    assert "[1]" in out and "nine to five" in out and "faq:When is the office open?" in out
+
+    ns["explain_selection"]()
+    out = capsys.readouterr().out
+    assert "ask faq: rule faq-for-how-to" in out and "'how do i'" in out
+    assert "rule faq-for-how-to: did not fire (the query mentions none of" in out
+    assert "no rule selected a provider" in out
+
+
+def test_workflow_chaining_retrieval_and_research(web_settings: Settings, loopback_web: LoopbackWeb) -> None:
+    ns = _namespace()
+
+    async def main() -> None:
+        options = {"documents": False, "web_options": {"resolver": loopback_web.resolver()}}
+        async with Runtime.open(web_settings, **options) as runtime:
+            text = await ns["brief"](
+                runtime, runtime.admit({"actor": "alice"}), "maximum depth of Lake Varnholm"
+            )
+        assert "212 metres" in text and "[1]" in text and "web research confidence" in text
+        async with Runtime.open(Settings(data_dir=web_settings.data_dir), documents=False) as runtime:
+            with pytest.raises(ProviderNotConfigured, match="SIMONE_WEB__SEARXNG_URL"):
+                await ns["brief"](runtime, runtime.admit({"actor": "alice"}), "anything at all")
+
+    anyio.run(main)
