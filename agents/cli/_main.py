@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 from simone.runtime import SimoneError
 
-COMMANDS: tuple[str, ...] = ("index", "search", "ask", "research", "doctor", "mcp")
+COMMANDS: tuple[str, ...] = ("index", "search", "ask", "research", "memory", "doctor", "mcp")
 """Command modules, in the order they appear in ``simone --help``."""
 
 EXIT_OK = 0
