@@ -2,8 +2,7 @@
 
 The pipeline, applied to documents and queries alike by :meth:`Analyzer.terms`:
 
-1. Clean: unpaired surrogates become U+FFFD, control characters and apostrophes become spaces,
-   soft hyphens and other invisible joiners are dropped.
+1. Clean: unpaired surrogates become U+FFFD; soft hyphens, word joiners and BOMs are dropped.
 2. NFKC, then ICU word segmentation (``icu4py`` bundles ICU, so Chinese, Japanese, Thai, Lao, Khmer
    and Myanmar split into dictionary words with no system library).
 3. Per word (cached): case fold; accents folded for Latin, Greek and Cyrillic (kana keep their marks:
@@ -21,11 +20,14 @@ from __future__ import annotations
 
 import functools
 import json
+import operator
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import resources
+from itertools import chain
+from typing import NamedTuple
 
 from icu4py.breakers import WordBreaker
 from pydantic import BaseModel, ConfigDict
@@ -44,43 +46,51 @@ STOPWORD_LANGUAGES = ("en", "pt", "es", "fr", "it", "de", "nl", "ru", "ja", "zh"
 """Languages whose stop words (question words included) ship in ``simone.runtime.lexicon``."""
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
-# Control characters (C0, DEL, C1) and apostrophes split words; invisible formatting characters
-# that sit inside words (soft hyphen, word joiner, BOM) are removed. ZWJ/ZWNJ stay: some scripts
-# spell with them.
-_CLEAN = str.maketrans(
-    {
-        **{code: " " for code in range(0x00, 0x20)},
-        **{code: " " for code in range(0x7F, 0xA0)},
-        0x27: " ",
-        0x2019: " ",
-        0x2018: " ",
-        0x02BC: " ",
-        0x200B: " ",
-        0x00AD: None,
-        0x2060: None,
-        0xFEFF: None,
-    }
-)
+# Invisible formatting characters that sit inside words (soft hyphen, word joiner, BOM) are removed.
+# Control characters, apostrophes and ZWSP need nothing: they are not word characters, so they split.
+# ZWJ/ZWNJ stay: some scripts spell with them.
+_INVISIBLE = re.compile("[\u00ad\u2060\ufeff]")
 _NUMBER = re.compile(r"[0-9]+(?:[.,][0-9]+)*")
+# Blocks that ICU segments: scripts written without spaces between words (Thai, Lao, Myanmar, Khmer,
+# kana, Han) and anything outside the BMP. The rest goes through one regular expression, much faster.
+_NEEDS_ICU = re.compile(
+    "[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf"
+    "\u4e00-\u9fff\uf900-\ufaff]|[\U00010000-\U0010ffff]"
+)
 _LETTER_FOLD = str.maketrans(
     {"ø": "o", "đ": "d", "ł": "l", "ħ": "h", "ı": "i", "æ": "ae", "œ": "oe", "ð": "d", "þ": "th", "ŧ": "t"}
 )
-_ARABIC_MARKS = frozenset(range(0x064B, 0x0660)) | {0x0670, 0x0640}
+# The diacritics folded away: generic combining marks (Latin, Greek, Cyrillic accents), Cyrillic marks,
+# and Arabic harakat, superscript alef and tatweel (as Arabic search engines do). Kana voicing marks
+# (U+3099, U+309A) and the vowel signs of Indic and Southeast Asian scripts are not among them.
+_FOLD_MARKS = re.compile(
+    "[\u0300-\u036f\u0483-\u0489\u064b-\u065f\u0670\u0640\u1ab0-\u1aff\u1dc0-\u1dff"
+    "\u20d0-\u20ff\ufe20-\ufe2f]"
+)
 
 
-def _is_fold_base(code: int) -> bool:
-    """Latin, Greek or Cyrillic: scripts whose diacritics are folded away."""
-    return (
-        code < 0x0250
-        or 0x0370 <= code < 0x0530
-        or 0x1D00 <= code < 0x1DC0
-        or 0x1E00 <= code < 0x2000
-        or 0x2C60 <= code < 0x2C80
-        or 0x2DE0 <= code < 0x2E00
-        or 0xA640 <= code < 0xA6A0
-        or 0xA720 <= code < 0xA800
-        or 0xAB30 <= code < 0xAB70
-    )
+@functools.cache
+def _token_pattern() -> re.Pattern[str]:
+    r"""Words of space-separated scripts, as ICU would cut them: letters, digits, marks, joiners.
+
+    Python's ``\w`` leaves out combining marks (Devanagari vowel signs, for one), so the marks of the
+    running Unicode version are added (those of the BMP: text with other planes goes to ICU, and the
+    class stays a fast bitmap); a number keeps its ``.``/``,`` groups (``20,00``, ``1.234,5``). Runs are
+    cut every :data:`MAX_WORD_CHARS` characters so no word is unbounded.
+    """
+    ranges: list[str] = []
+    start = -1
+    previous = -1
+    for code in range(0x0300, 0x10000):
+        if unicodedata.category(chr(code))[0] == "M":
+            if start < 0:
+                start = code
+            previous = code
+        elif start >= 0:
+            ranges.append(f"{chr(start)}-{chr(previous)}" if previous > start else chr(start))
+            start = -1
+    marks = "".join(ranges)
+    return re.compile(f"[\\w{marks}\u200c\u200d]{{1,{MAX_WORD_CHARS}}}(?:[.,][0-9]{{1,64}}){{0,16}}")
 
 
 def _is_cjk(code: int) -> bool:
@@ -106,27 +116,17 @@ def _is_dictionary_script(code: int) -> bool:
 def fold(word: str) -> str:
     """Case-fold a word and remove Latin, Greek and Cyrillic accents and Arabic diacritics.
 
-    Kana, Devanagari, Thai and every other script keep their marks (が stays が).
+    Kana, Devanagari, Thai and every other script keep their marks (が stays が): only the generic
+    combining diacritics (U+0300–U+036F and kin), the Cyrillic ones and Arabic harakat are removed.
     """
     word = word.casefold()
     if word.isascii():
         return word
     decomposed = unicodedata.normalize("NFD", word)
-    kept: list[str] = []
-    base_folds = False
-    for char in decomposed:
-        code = ord(char)
-        if unicodedata.combining(char):
-            if base_folds:
-                continue
-        else:
-            base_folds = _is_fold_base(code)
-            if code in _ARABIC_MARKS:
-                continue
-        if code in _ARABIC_MARKS:
-            continue
-        kept.append(char)
-    return unicodedata.normalize("NFC", "".join(kept)).translate(_LETTER_FOLD)
+    stripped = _FOLD_MARKS.sub("", decomposed)
+    if stripped is not decomposed and stripped != decomposed:
+        word = unicodedata.normalize("NFC", stripped)
+    return word.translate(_LETTER_FOLD)
 
 
 def normalize_number(token: str) -> list[str]:
@@ -189,6 +189,19 @@ class _Word:
     word: str
     terms: tuple[str, ...]
     ignored: bool
+
+
+class _Segment(NamedTuple):
+    """The cached analysis of one segment (an ICU word or a regex token): its words and their terms."""
+
+    terms: tuple[str, ...]
+    words: tuple[_Word, ...]
+    synonym_start: bool
+
+
+_EMPTY = _Segment((), (), False)
+_TERMS_OF = operator.attrgetter("terms")
+_STARTS_SYNONYM = operator.attrgetter("synonym_start")
 
 
 def _word_terms(word: str) -> tuple[str, ...]:
@@ -268,7 +281,9 @@ class Explanation(BaseModel):
 def _clean(text: str) -> str:
     if _SURROGATE.search(text):
         text = _SURROGATE.sub("\ufffd", text)
-    return unicodedata.normalize("NFKC", text.translate(_CLEAN))
+    if _INVISIBLE.search(text):
+        text = _INVISIBLE.sub("", text)
+    return unicodedata.normalize("NFKC", text)
 
 
 def _blocks(text: str) -> Iterator[str]:
@@ -310,12 +325,13 @@ class Analyzer:
             raise ConfigError("ignore_words and synonyms take lists of words, not one string")
         self._stop = builtin_stop_words()
         self._ignore: frozenset[str] = frozenset()
-        self._segment = functools.lru_cache(maxsize=WORD_CACHE_SIZE)(self._analyse_segment)
+        self._phrases: dict[str, list[tuple[tuple[str, ...], str]]] = {}
+        self._cache: dict[str, _Segment] = {}
         ignore: set[str] = set()
         for entry in ignore_words:
             ignore.update(w.word for w in self._words(str(entry)))
         self._ignore = frozenset(ignore)
-        self._segment.cache_clear()
+        self._cache.clear()
         groups: list[tuple[str, Sequence[str]]] = []
         if builtin_synonyms:
             groups.extend(builtin_synonym_groups())
@@ -329,7 +345,7 @@ class Analyzer:
             if not head:
                 raise ConfigError(f"synonym group {texts!r}: the first member has no words")
             groups.append(("".join(head), texts))
-        self._phrases: dict[str, list[tuple[tuple[str, ...], str]]] = {}
+        phrases: dict[str, list[tuple[tuple[str, ...], str]]] = {}
         for group_id, members in groups:
             term = fold(unicodedata.normalize("NFKC", group_id))
             for member in members:
@@ -337,11 +353,13 @@ class Analyzer:
                 if not words:
                     continue
                 phrase = (words, term)
-                bucket = self._phrases.setdefault(words[0], [])
+                bucket = phrases.setdefault(words[0], [])
                 if phrase not in bucket:
                     bucket.append(phrase)
-        for bucket in self._phrases.values():
+        for bucket in phrases.values():
             bucket.sort(key=lambda item: -len(item[0]))
+        self._phrases = phrases
+        self._cache.clear()
 
     @classmethod
     def from_settings(cls, settings: LexicalSettings) -> Analyzer:
@@ -354,35 +372,47 @@ class Analyzer:
 
     # -- the analysis -------------------------------------------------------------------------------
 
-    def _analyse_segment(self, segment: str) -> tuple[_Word, ...]:
-        if len(segment) > MAX_WORD_CHARS:
-            segment = segment[:MAX_WORD_CHARS]
-        word = _ascii_digits(fold(segment))
+    def _analyse_segment(self, segment: str) -> _Segment:
+        word = _ascii_digits(fold(segment[:MAX_WORD_CHARS]))
         if not word or not any(c.isalnum() for c in word):
-            return ()
+            return _EMPTY
         if _NUMBER.fullmatch(word):
-            return (_Word(word, tuple(normalize_number(word)), False),)
-        parts = _split_parts(word)
-        out: list[_Word] = []
-        for part in parts:
+            numbers = tuple(normalize_number(word))
+            return _Segment(numbers, (_Word(word, numbers, False),), False)
+        words: list[_Word] = []
+        for part in _split_parts(word):
             if part in self._stop or part in self._ignore:
-                out.append(_Word(part, (), True))
+                words.append(_Word(part, (), True))
             else:
-                out.append(_Word(part, _word_terms(part), False))
-        return tuple(out)
+                words.append(_Word(part, _word_terms(part), False))
+        terms = tuple(term for w in words for term in w.terms)
+        starts = any(w.word in self._phrases for w in words)
+        return _Segment(terms, tuple(words), starts)
+
+    def _segments(self, text: str) -> Iterator[list[_Segment]]:
+        """The analysed segments of ``text``, one list per block."""
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, not {type(text).__name__}")
+        cache = self._cache
+        tokens = _token_pattern().findall
+        for block in _blocks(_clean(text)):
+            if _NEEDS_ICU.search(block):
+                pieces = [piece[:MAX_WORD_CHARS] for piece in WordBreaker(block, "root")]
+            else:
+                pieces = tokens(block)
+            found = list(map(cache.get, pieces))
+            if None in found:
+                if len(cache) > WORD_CACHE_SIZE:
+                    cache.clear()  # bounded memory; the common words come back at once
+                for index, item in enumerate(found):
+                    if item is None:
+                        piece = pieces[index]
+                        found[index] = cache[piece] = self._analyse_segment(piece)
+            yield found  # type: ignore[misc]
 
     def _words(self, text: str) -> list[_Word]:
         """Every word of ``text`` in order, ignored ones included."""
-        if not isinstance(text, str):
-            raise TypeError(f"text must be a str, not {type(text).__name__}")
-        out: list[_Word] = []
-        analyse = self._segment
-        for block in _blocks(_clean(text)):
-            for segment in WordBreaker(block, "root"):
-                if segment.isspace():
-                    continue
-                out.extend(analyse(segment))
-        return out
+        return [word for block in self._segments(text) for segment in block for word in segment.words]
 
     def _synonym_matches(self, words: Sequence[_Word]) -> list[tuple[int, tuple[str, ...], str]]:
         """``(position, matched words, group term)`` for every synonym phrase found in ``words``."""
@@ -406,25 +436,16 @@ class Analyzer:
         """Every term of ``text`` in order, repeats kept (term frequency counts).
 
         The one analysis for documents and queries alike. Never raises on any ``str``; a term never
-        contains whitespace.
+        contains whitespace. Synonym group terms follow the terms of the words of their block.
         """
-        words = self._words(text)
-        matches = self._synonym_matches(words)
         out: list[str] = []
-        if not matches:
-            for item in words:
-                out.extend(item.terms)
-            return out
-        extra: dict[int, list[str]] = {}
-        for index, phrase, term in matches:
-            if len(phrase) == 1 and term in words[index].terms:
-                continue
-            extra.setdefault(index, []).append(term)
-        for index, item in enumerate(words):
-            out.extend(item.terms)
-            more = extra.get(index)
-            if more:
-                out.extend(more)
+        for block in self._segments(text):
+            out.extend(chain.from_iterable(map(_TERMS_OF, block)))
+            if any(map(_STARTS_SYNONYM, block)):
+                words = [word for segment in block for word in segment.words]
+                for index, phrase, term in self._synonym_matches(words):
+                    if not (len(phrase) == 1 and term in words[index].terms):
+                        out.append(term)
         return out
 
     def word_terms(self, text: str) -> list[tuple[str, list[str]]]:

@@ -8,8 +8,10 @@ break by locator, then id.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -22,18 +24,18 @@ B = 0.75
 """Length normalisation: a long item's term counts are discounted towards the average length."""
 TITLE_WEIGHT = 3
 """A title's terms count this many times: a title says what the item is about."""
+_BITS = 64
 
 
-@dataclass(frozen=True, slots=True)
-class BM25Hit:
+class BM25Hit(NamedTuple):
     """One ranked item.
 
     Attributes:
         id: the item's id as added.
         score: its BM25 score (> 0).
-        locator: where it lives, as added (ties break on it).
-        matched_words: the query's kept words that the item contains (any of the word's terms).
-        coverage: ``len(matched_words)`` / number of kept query words, in [0, 1].
+        locator: where it lives, as added (ties break on it, then on the id).
+        matched_words: the query's distinct kept words that the item contains (any of the word's terms).
+        coverage: ``len(matched_words)`` / number of distinct kept query words, in (0, 1].
     """
 
     id: str
@@ -79,11 +81,13 @@ class BM25Index:
         self.title_weight = int(title_weight)
         self._items: dict[str, _Item] = {}
         self._ids: list[str | None] = []
+        self._locators: list[str] = []
         self._free: list[int] = []
         self._lengths = np.zeros(0, dtype=np.float64)
         self._total_length = 0.0
         self._postings: dict[str, dict[int, int]] = {}
-        self._arrays: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]] = {}
+        self._weights: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]] = {}
+        self._norm_cache: npt.NDArray[np.float64] | None = None
 
     def __len__(self) -> int:
         return len(self._items)
@@ -102,9 +106,11 @@ class BM25Index:
         if self._free:
             slot = self._free.pop()
             self._ids[slot] = doc_id
+            self._locators[slot] = locator or doc_id
         else:
             slot = len(self._ids)
             self._ids.append(doc_id)
+            self._locators.append(locator or doc_id)
             if slot >= len(self._lengths):
                 grown = np.zeros(max(16, 2 * len(self._lengths)), dtype=np.float64)
                 grown[: len(self._lengths)] = self._lengths
@@ -114,14 +120,13 @@ class BM25Index:
         self._total_length += length
         self._items[doc_id] = _Item(slot, locator or doc_id, counts)
         postings = self._postings
-        arrays = self._arrays
         for term, count in counts.items():
             bucket = postings.get(term)
             if bucket is None:
                 postings[term] = {slot: count}
             else:
                 bucket[slot] = count
-                arrays.pop(term, None)
+        self._changed()
 
     def remove(self, doc_id: str) -> None:
         """Forget an item; an unknown id is ignored."""
@@ -135,23 +140,46 @@ class BM25Index:
             bucket.pop(item.slot, None)
             if not bucket:
                 del self._postings[term]
-            self._arrays.pop(term, None)
         self._total_length -= self._lengths[item.slot]
         self._lengths[item.slot] = 0.0
         self._ids[item.slot] = None
         self._free.append(item.slot)
+        self._changed()
 
-    def _posting_arrays(self, term: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]] | None:
-        cached = self._arrays.get(term)
+    def _changed(self) -> None:
+        # Every weight depends on N and the average length, so any change invalidates them all.
+        if self._weights:
+            self._weights = {}
+        self._norm_cache = None
+
+    def _term_weights(
+        self, term: str, n: int, norm: npt.NDArray[np.float64]
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]] | None:
+        """The slots holding ``term`` and its BM25 contribution in each, cached until the index changes."""
+        cached = self._weights.get(term)
         if cached is not None:
             return cached
         bucket = self._postings.get(term)
         if not bucket:
             return None
         slots = np.fromiter(bucket.keys(), dtype=np.int64, count=len(bucket))
-        counts = np.fromiter(bucket.values(), dtype=np.float64, count=len(bucket))
-        self._arrays[term] = (slots, counts)
-        return slots, counts
+        tf = np.fromiter(bucket.values(), dtype=np.float64, count=len(bucket))
+        df = len(bucket)
+        idf = math.log1p((n - df + 0.5) / (df + 0.5))
+        weights = (idf * (self.k1 + 1.0)) * tf / (tf + norm[slots])
+        self._weights[term] = (slots, weights)
+        return slots, weights
+
+    def _norm(self) -> npt.NDArray[np.float64]:
+        """Per-slot length normalisation k1·(1 − b + b·|d|/avgdl), cached until the index changes."""
+        if self._norm_cache is None:
+            size = len(self._ids)
+            avgdl = self._total_length / len(self._items) if self._items else 0.0
+            if avgdl > 0:
+                self._norm_cache = self.k1 * (1.0 - self.b + self.b * self._lengths[:size] / avgdl)
+            else:
+                self._norm_cache = np.full(size, self.k1 * (1.0 - self.b), dtype=np.float64)
+        return self._norm_cache
 
     def search(self, query: str, limit: int = 10) -> list[BM25Hit]:
         """The best ``limit`` items for ``query``, best first; items sharing no term with it are left out."""
@@ -159,41 +187,76 @@ class BM25Index:
             raise InvalidRequest(f"limit must be at least 1 (got {limit})")
         if not self._items:
             return []
-        query_counts = Counter(self.analyzer.terms(query))
+        words = self.analyzer.word_terms(query)
+        query_counts = Counter(term for _word, terms in words for term in terms)
         if not query_counts:
             return []
+        # Coverage: a query word is in an item when any of its terms is. Each distinct kept word gets
+        # a bit; each item collects the bits of the terms it holds (words past 63 share the last bit
+        # and are checked one by one).
+        kept = list(dict.fromkeys(word for word, _terms in words))
+        bit_of = {word: 1 << min(column, _BITS - 1) for column, word in enumerate(kept)}
+        term_bits: dict[str, int] = {}
+        for word, terms in words:
+            for term in terms:
+                term_bits[term] = term_bits.get(term, 0) | bit_of[word]
         n = len(self._items)
-        avgdl = self._total_length / n if n else 0.0
+        norm = self._norm()
         size = len(self._ids)
-        scores = np.zeros(size, dtype=np.float64)
-        if avgdl > 0:
-            norm = self.k1 * (1.0 - self.b + self.b * self._lengths[:size] / avgdl)
-        else:
-            norm = np.full(size, self.k1 * (1.0 - self.b), dtype=np.float64)
+        slot_parts: list[npt.NDArray[np.int64]] = []
+        weight_parts: list[npt.NDArray[np.float64]] = []
+        bits: list[int] = []
         for term, repeats in query_counts.items():
-            arrays = self._posting_arrays(term)
+            arrays = self._term_weights(term, n, norm)
             if arrays is None:
                 continue
-            slots, tf = arrays
-            df = len(slots)
-            idf = np.log1p((n - df + 0.5) / (df + 0.5))
-            scores[slots] += (repeats * idf * (self.k1 + 1.0)) * tf / (tf + norm[slots])
-        candidates = np.flatnonzero(scores > 0)
-        if len(candidates) > limit:
-            kth = np.partition(scores[candidates], len(candidates) - limit)[len(candidates) - limit]
-            candidates = candidates[scores[candidates] >= kth]
-        ranked: list[tuple[float, str, str]] = []
-        for slot in candidates.tolist():
-            doc_id = self._ids[slot]
-            if doc_id is None:
-                continue
-            ranked.append((-float(scores[slot]), self._items[doc_id].locator, doc_id))
-        ranked.sort()
-        words = self.analyzer.word_terms(query)
-        hits: list[BM25Hit] = []
-        for negative, locator, doc_id in ranked[:limit]:
-            counts = self._items[doc_id].counts
-            matched = tuple(word for word, terms in words if any(t in counts for t in terms))
-            coverage = len(matched) / len(words) if words else 0.0
-            hits.append(BM25Hit(doc_id, -negative, locator, matched, coverage))
+            slots, weights = arrays
+            slot_parts.append(slots)
+            weight_parts.append(weights if repeats == 1 else repeats * weights)
+            bits.append(term_bits[term])
+        if not slot_parts:
+            return []
+        # One C pass sums every posting of every query term into its item's score.
+        postings = np.concatenate(slot_parts)
+        scores = np.bincount(postings, weights=np.concatenate(weight_parts), minlength=size)
+        # Every weight is > 0, so a score > 0 means a shared term; ties at the cut-off all stay in.
+        if size > limit:
+            kth = float(np.partition(scores, size - limit)[size - limit])
+            candidates = (scores >= kth).nonzero()[0] if kth > 0 else (scores > 0).nonzero()[0]
+        else:
+            candidates = (scores > 0).nonzero()[0]
+        ids = self._ids
+        locators = self._locators
+        ranked = sorted(
+            (-score, locators[slot], ids[slot] or "", slot)
+            for slot, score in zip(candidates.tolist(), scores[candidates].tolist(), strict=True)
+        )[:limit]
+        top = np.fromiter((row[3] for row in ranked), dtype=np.int64, count=len(ranked))
+        row_of = np.full(size, -1, dtype=np.int64)
+        row_of[top] = np.arange(len(ranked))
+        rows = row_of[postings]
+        held = rows >= 0
+        posting_bits = np.repeat(np.array(bits, dtype=np.uint64), [len(part) for part in slot_parts])
+        masks = np.zeros(len(ranked), dtype=np.uint64)
+        np.bitwise_or.at(masks, rows[held], posting_bits[held])
+        decoded: dict[int, tuple[str, ...]] = {}
+        hits = []
+        for (negative, locator, doc_id, _slot), mask in zip(ranked, masks.tolist(), strict=True):
+            matched = decoded.get(mask)
+            if matched is None:
+                matched = decoded[mask] = self._decode(mask, kept, words, doc_id)
+            hits.append(BM25Hit(doc_id, -negative, locator, matched, len(matched) / len(kept)))
         return hits
+
+    def _decode(
+        self, mask: int, kept: list[str], words: list[tuple[str, list[str]]], doc_id: str
+    ) -> tuple[str, ...]:
+        """The kept words whose bits are in ``mask``; words past the 63rd are checked in the item."""
+        matched = [word for column, word in enumerate(kept[: _BITS - 1]) if mask >> column & 1]
+        if len(kept) >= _BITS and mask >> (_BITS - 1) & 1:
+            counts = self._items[doc_id].counts
+            terms_of: dict[str, set[str]] = {}
+            for word, terms in words:
+                terms_of.setdefault(word, set()).update(terms)
+            matched.extend(word for word in kept[_BITS - 1 :] if not terms_of[word].isdisjoint(counts))
+        return tuple(matched)

@@ -1,0 +1,188 @@
+"""Lexical search quality and speed: simone's Analyzer + BM25Index side by side with bm25s.
+
+Usage: python benchmarks/lexical_quality.py [DATA_DIR] [--langs en,th,...] [--no-scifact]
+
+DATA_DIR defaults to ../shared/data (SciFact train split; XQuAD-R beir-paragraph, 11 languages).
+For each dataset, in the same run: nDCG@10 and Recall@100 of simone and of bm25s (its default
+tokenisation: lower case, ``\\b\\w\\w+\\b`` tokens, English stop words; its default BM25 parameters),
+indexing time, and queries per second (query analysis + retrieval of the top 100, one thread; one
+query at a time for simone, one batch call for bm25s as its API intends; best of 3 passes, and the
+first pass is kept in the JSON: simone computes a term's BM25 weights on its first query after a
+change, bm25s computes all of them while indexing).
+Targets (issue 3): SciFact nDCG@10 >= bm25s; XQuAD-R nDCG@10 >= 0.90 in every language; simone's
+throughput within 2x of bm25s. Writes benchmarks/results/lexical_quality.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import platform
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import bm25s
+import numpy as np
+
+from simone.runtime import Analyzer, BM25Index
+
+HERE = Path(__file__).resolve().parent
+PASSES = 3
+"""Each system answers every query this many times; qps is from the fastest pass (the machine is shared)."""
+XQUAD_LANGS = ("ar", "de", "el", "en", "es", "hi", "ru", "th", "tr", "vi", "zh")
+
+
+def load_jsonl(path: Path) -> list[dict[str, str]]:
+    with path.open(encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def load_qrels(path: Path) -> dict[str, dict[str, int]]:
+    qrels: dict[str, dict[str, int]] = defaultdict(dict)
+    with path.open(encoding="utf-8") as handle:
+        reader = csv.reader(handle, delimiter="\t")
+        next(reader)
+        for query_id, doc_id, score in reader:
+            qrels[query_id][doc_id] = int(score)
+    return dict(qrels)
+
+
+def ndcg_at(ranked: list[str], relevant: dict[str, int], k: int = 10) -> float:
+    dcg = sum(relevant.get(doc, 0) / math.log2(i + 2) for i, doc in enumerate(ranked[:k]))
+    ideal = sorted(relevant.values(), reverse=True)[:k]
+    idcg = sum(rel / math.log2(i + 2) for i, rel in enumerate(ideal))
+    return dcg / idcg if idcg else 0.0
+
+
+def recall_at(ranked: list[str], relevant: dict[str, int], k: int = 100) -> float:
+    wanted = {doc for doc, rel in relevant.items() if rel > 0}
+    return len(wanted & set(ranked[:k])) / len(wanted) if wanted else 0.0
+
+
+def evaluate(runs: dict[str, list[str]], qrels: dict[str, dict[str, int]]) -> tuple[float, float]:
+    ndcg = [ndcg_at(runs.get(q, []), rel) for q, rel in qrels.items()]
+    recall = [recall_at(runs.get(q, []), rel) for q, rel in qrels.items()]
+    return float(np.mean(ndcg)), float(np.mean(recall))
+
+
+def run_simone(corpus: list[dict[str, str]], queries: list[tuple[str, str]]) -> dict[str, object]:
+    analyzer = Analyzer()  # a fresh one: its word cache starts empty, as in a new process
+    index = BM25Index(analyzer)
+    start = time.perf_counter()
+    for doc in corpus:
+        index.add(doc["_id"], doc.get("text", ""), title=doc.get("title", ""), locator=doc["_id"])
+    index_s = time.perf_counter() - start
+    times = []
+    for _ in range(PASSES):
+        start = time.perf_counter()
+        runs = {qid: [hit.id for hit in index.search(text, limit=100)] for qid, text in queries}
+        times.append(time.perf_counter() - start)
+    return {"runs": runs, "index_s": index_s, "query_s": min(times), "first_pass_s": times[0]}
+
+
+def run_bm25s(corpus: list[dict[str, str]], queries: list[tuple[str, str]]) -> dict[str, object]:
+    ids = [doc["_id"] for doc in corpus]
+    texts = [f"{doc.get('title', '')} {doc.get('text', '')}" for doc in corpus]
+    start = time.perf_counter()
+    retriever = bm25s.BM25()
+    retriever.index(bm25s.tokenize(texts, show_progress=False), show_progress=False)
+    index_s = time.perf_counter() - start
+    k = min(100, len(ids))
+    times = []
+    for _ in range(PASSES):
+        start = time.perf_counter()
+        tokens = bm25s.tokenize([text for _, text in queries], show_progress=False)
+        results, scores = retriever.retrieve(tokens, k=k, show_progress=False, n_threads=1)
+        times.append(time.perf_counter() - start)
+    runs = {}
+    for row, (qid, _text) in enumerate(queries):
+        runs[qid] = [ids[int(j)] for j, s in zip(results[row], scores[row], strict=True) if s > 0]
+    return {"runs": runs, "index_s": index_s, "query_s": min(times), "first_pass_s": times[0]}
+
+
+def measure(
+    name: str, corpus: list[dict[str, str]], queries: list[tuple[str, str]], qrels
+) -> dict[str, object]:
+    queries = [(qid, text) for qid, text in queries if qid in qrels]
+    row: dict[str, object] = {"dataset": name, "docs": len(corpus), "queries": len(queries)}
+    for system, runner in (("simone", run_simone), ("bm25s", run_bm25s)):
+        out = runner(corpus, queries)
+        ndcg, recall = evaluate(out["runs"], qrels)  # type: ignore[arg-type]
+        row[system] = {
+            "ndcg@10": round(ndcg, 4),
+            "recall@100": round(recall, 4),
+            "index_s": round(float(out["index_s"]), 3),  # type: ignore[arg-type]
+            "qps": round(len(queries) / float(out["query_s"]), 1),  # type: ignore[arg-type]
+            "first_pass_qps": round(len(queries) / float(out["first_pass_s"]), 1),  # type: ignore[arg-type]
+        }
+    return row
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("data_dir", nargs="?", default=str(HERE.parent.parent / "shared" / "data"))
+    parser.add_argument("--langs", default=",".join(XQUAD_LANGS), help="XQuAD-R languages, comma-separated")
+    parser.add_argument("--no-scifact", action="store_true")
+    args = parser.parse_args()
+    data = Path(args.data_dir)
+    if not data.is_dir():
+        print(f"no data folder at {data}; pass DATA_DIR (see ../shared/data/README.md)", file=sys.stderr)
+        return 2
+    rows = []
+    if not args.no_scifact:
+        base = data / "scifact"
+        qrels = load_qrels(base / "qrels" / "train.tsv")
+        queries = [(q["_id"], q["text"]) for q in load_jsonl(base / "queries-train.jsonl")]
+        rows.append(measure("scifact-train", load_jsonl(base / "corpus.jsonl"), queries, qrels))
+    for lang in [x for x in args.langs.split(",") if x]:
+        base = data / "xquad-r" / "beir-paragraph" / lang
+        qrels = load_qrels(next((base / "qrels").glob("*.tsv")))
+        queries = [(q["_id"], q["text"]) for q in load_jsonl(base / "queries.jsonl")]
+        rows.append(measure(f"xquad-r-{lang}", load_jsonl(base / "corpus.jsonl"), queries, qrels))
+
+    header = (
+        f"{'dataset':<16}{'docs':>6}{'qs':>6} | {'nDCG@10':>8}{'bm25s':>8}{'Δ':>8} | "
+        f"{'R@100':>7}{'bm25s':>7} | {'qps':>7}{'bm25s':>8}{'ratio':>7} | {'index s':>8}{'bm25s':>7}"
+    )
+    print(header)
+    print("-" * len(header))
+    for row in rows:
+        ours, peer = row["simone"], row["bm25s"]
+        print(
+            f"{row['dataset']:<16}{row['docs']:>6}{row['queries']:>6} | "
+            f"{ours['ndcg@10']:>8.4f}{peer['ndcg@10']:>8.4f}{ours['ndcg@10'] - peer['ndcg@10']:>+8.4f} | "
+            f"{ours['recall@100']:>7.4f}{peer['recall@100']:>7.4f} | "
+            f"{ours['qps']:>7.0f}{peer['qps']:>8.0f}{peer['qps'] / ours['qps']:>6.2f}x | "
+            f"{ours['index_s']:>8.2f}{peer['index_s']:>7.2f}"
+        )
+    checks = []
+    for row in rows:
+        ours, peer = row["simone"], row["bm25s"]
+        if row["dataset"] == "scifact-train":
+            checks.append((f"{row['dataset']} nDCG@10 >= bm25s", ours["ndcg@10"] >= peer["ndcg@10"]))
+        else:
+            checks.append((f"{row['dataset']} nDCG@10 >= 0.90", ours["ndcg@10"] >= 0.90))
+        checks.append((f"{row['dataset']} qps within 2x of bm25s", ours["qps"] * 2 >= peer["qps"]))
+    print()
+    for name, ok in checks:
+        print(f"{'PASS' if ok else 'FAIL'}  {name}")
+    out = HERE / "results" / "lexical_quality.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    payload = {
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "bm25s": bm25s.__version__,
+        "rows": rows,
+        "checks": [{"check": name, "pass": ok} for name, ok in checks],
+    }
+    out.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"\nwrote {out.relative_to(HERE.parent)}")
+    return 0 if all(ok for _, ok in checks) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
