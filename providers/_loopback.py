@@ -83,7 +83,9 @@ class LoggedRequest:
 def visible_text(html: str) -> tuple[str, str]:
     """``(title, visible text)`` of an HTML page (scripts and styles dropped), for the search index."""
     try:
-        tree = lxml.html.document_fromstring(html.encode("utf-8", "surrogatepass"))
+        tree = lxml.html.document_fromstring(
+            html.encode("utf-8", "replace"), parser=lxml.html.HTMLParser(encoding="utf-8")
+        )
     except (etree.ParserError, ValueError):
         return "", ""
     for element in tree.xpath("//script | //style | //noscript"):

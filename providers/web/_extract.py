@@ -37,6 +37,8 @@ _HIDDEN_STYLE = re.compile(
     r"opacity\s*:\s*0(?:\.0*)?\s*(?:;|$)|(?:height|width)\s*:\s*0(?:px)?\s*;[^\"]*overflow\s*:\s*hidden",
     re.IGNORECASE,
 )
+_PARSER = lxml.html.HTMLParser(encoding="utf-8", remove_comments=True)
+
 _HIDDEN_XPATH = "//*[@hidden] | //*[@aria-hidden='true'] | //template | //*[@style]"
 
 
@@ -73,7 +75,8 @@ def extract_page(html: str, url: str, *, content_type: str = "text/html") -> Ext
 
     source = html[:MAX_HTML_CHARS]
     try:
-        tree = lxml.html.document_fromstring(source.encode("utf-8", "surrogatepass"))
+        # bytes with an explicit codec: lxml would read undeclared bytes as Latin-1
+        tree = lxml.html.document_fromstring(source.encode("utf-8", "replace"), parser=_PARSER)
     except (etree.ParserError, ValueError):
         return ExtractedPage(url=url, text="", method="plain")
     hidden_elements = _drop_hidden(tree)

@@ -201,7 +201,8 @@ def _unwrap(address: IPAddress) -> IPAddress:
 
 def address_problem(address: IPAddress, policy: FetchPolicy) -> str | None:
     """Why ``address`` may not be contacted under ``policy``, or ``None`` when it may."""
-    candidates = {address, _unwrap(address)}
+    # the embedded IPv4 address first: its class is what the connection really reaches
+    candidates = list(dict.fromkeys((_unwrap(address), address)))
     if any(
         c in network
         for c in candidates

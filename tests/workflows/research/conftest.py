@@ -56,9 +56,7 @@ def web_settings(web: LoopbackWeb, tmp_path: Path, **web_fields: Any) -> Setting
 
 
 @pytest.fixture
-def open_research(
-    web: LoopbackWeb, tmp_path: Path, clock: FakeClock
-) -> Callable[..., Any]:
+def open_research(web: LoopbackWeb, tmp_path: Path, clock: FakeClock) -> Callable[..., Any]:
     @asynccontextmanager
     async def opener(**web_fields: Any) -> AsyncIterator[tuple[WebResearch, WebStack]]:
         settings = web_settings(web, tmp_path, **web_fields)

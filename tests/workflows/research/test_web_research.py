@@ -4,6 +4,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 from simone.providers.testing import LoopbackWeb, Route
 from simone.runtime import Caller, Trust, TrustedContext, normalize_url
 from simone.workflows.research import (
@@ -128,7 +129,9 @@ async def test_all_backends_failing_is_failed_with_no_invented_source(
     async with open_research(
         backends=["searxng", "brave"], brave_url="http://127.0.0.1:9/nothing-listens-here", brave_api_key="k"
     ) as (research, _):
-        result = await research.run(WebResearchRequest.create("Lake Varnholm depth", depth="deep"), researcher())
+        result = await research.run(
+            WebResearchRequest.create("Lake Varnholm depth", depth="deep"), researcher()
+        )
     check_invariants(result)
     assert result.status is ResearchStatus.FAILED
     assert result.stop_reason is StopReason.ALL_BACKENDS_FAILED
@@ -140,7 +143,9 @@ async def test_all_backends_failing_is_failed_with_no_invented_source(
 
 
 async def test_malformed_search_json_fails_visibly(open_research: Opener, web: LoopbackWeb) -> None:
-    web.script_search(*[Route(body=b"{not json", headers={"Content-Type": "application/json"}) for _ in range(3)])
+    web.script_search(
+        *[Route(body=b"{not json", headers={"Content-Type": "application/json"}) for _ in range(3)]
+    )
     async with open_research() as (research, _):
         result = await research.run(WebResearchRequest.create("Lake Varnholm depth"), researcher())
     assert result.status is ResearchStatus.FAILED
@@ -219,7 +224,11 @@ async def test_a_failed_fetch_keeps_the_snippet_and_says_so(open_research: Opene
     good = web.url("/varnholm", host="lakes.test")
     web.set_search(
         lambda query, limit: [
-            {"url": broken, "title": "Varnholm depth facts", "content": "Lake Varnholm is 212 metres deep at most."},
+            {
+                "url": broken,
+                "title": "Varnholm depth facts",
+                "content": "Lake Varnholm is 212 metres deep at most.",
+            },
             {"url": good, "title": "Lake Varnholm", "content": "Lake Varnholm, a glacial lake."},
         ]
     )
@@ -249,7 +258,9 @@ async def test_fetch_never_uses_snippets_only(open_research: Opener, web: Loopba
 async def test_requests_cannot_exceed_presets_or_caps(open_research: Opener) -> None:
     async with open_research(max_queries=2, max_fetches=1) as (research, _):
         result = await research.run(
-            WebResearchRequest.create("Lake Varnholm depth", depth=Depth.DEEP, max_queries=50, max_fetches=40),
+            WebResearchRequest.create(
+                "Lake Varnholm depth", depth=Depth.DEEP, max_queries=50, max_fetches=40
+            ),
             researcher(token_budget=900),
         )
     check_invariants(result)
@@ -272,3 +283,33 @@ async def test_a_deadline_stops_the_run_and_says_so(open_research: Opener, web: 
     assert result.status in (ResearchStatus.PARTIAL, ResearchStatus.BUDGET_EXHAUSTED)
     assert [q.notes for q in result.queries_run if q.failed] == [["interrupted at the deadline"]]
     assert any("deadline" in line for line in result.limitations)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    depth=st.sampled_from(list(Depth)),
+    values=st.fixed_dictionaries(
+        {},
+        optional={
+            "max_queries": st.integers(1, 1000),
+            "max_fetches": st.integers(0, 1000),
+            "max_iterations": st.integers(1, 1000),
+            "results_per_query": st.integers(1, 1000),
+            "max_context_tokens": st.integers(1, 100_000),
+        },
+    ),
+    fetch=st.sampled_from(list(FetchMode)),
+    caps=st.fixed_dictionaries({"max_queries": st.integers(1, 4), "max_fetches": st.integers(0, 3)}),
+)
+async def test_runs_never_exceed_their_budget(
+    open_research: Opener, depth: Depth, values: dict[str, int], fetch: FetchMode, caps: dict[str, int]
+) -> None:
+    request = WebResearchRequest.create(
+        "depth and salinity of Lake Varnholm", depth=depth, fetch=fetch, **values
+    )
+    async with open_research(**caps) as (research, _):
+        result = await research.run(request, researcher())
+    check_invariants(result)
+    assert (
+        result.budget.max_queries <= caps["max_queries"] and result.budget.max_fetches <= caps["max_fetches"]
+    )
