@@ -1,20 +1,20 @@
 """An in-memory lexical provider over the text files of a folder (no index on disk).
 
 It reads every text file under a root once (in a worker thread), splits each into paragraph
-sections with line ranges, and ranks sections by BM25. Meant for small folders and for the
+sections with line ranges, and ranks sections with the runtime's :class:`~simone.runtime.BM25Index`
+(the shared text analysis: any language, stop words, synonyms). Meant for small folders and for the
 ``simone search QUERY PATH`` command; the document index is the persistent, hybrid one.
 """
 
 from __future__ import annotations
 
-import math
-import re
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
 from simone.runtime import (
+    Analyzer,
+    BM25Index,
     ConfigError,
     Evidence,
     ProviderKind,
@@ -25,11 +25,6 @@ from simone.runtime import (
 
 TEXT_SUFFIXES = frozenset({".md", ".markdown", ".txt", ".rst", ".text"})
 MAX_FILE_BYTES = 2 * 1024 * 1024
-_WORD = re.compile(r"\w+", re.UNICODE)
-
-
-def _simple_terms(text: str) -> list[str]:
-    return [word.casefold() for word in _WORD.findall(text)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,21 +120,16 @@ class FolderProvider:
     Args:
         root: a folder (or one file) of text documents (.md, .txt, .rst).
         name: the provider instance name.
+        analyzer: the text analysis (the default analyzer if omitted; pass
+            ``Analyzer.from_settings(settings.lexical)`` for a project's synonyms and ignore list).
     """
 
-    K1 = 1.2
-    """BM25 term-frequency saturation."""
-    B = 0.75
-    """BM25 length normalisation."""
-
-    def __init__(self, root: str | Path, *, name: str = "folder") -> None:
+    def __init__(self, root: str | Path, *, name: str = "folder", analyzer: Analyzer | None = None) -> None:
         self.root = Path(root).resolve()
         self._name = name
         self.sections: list[Section] = []
         self.skipped: list[Skipped] = []
-        self._tf: list[Counter[str]] = []
-        self._df: Counter[str] = Counter()
-        self._avg_len = 0.0
+        self._index = BM25Index(analyzer)
 
     @property
     def name(self) -> str:
@@ -157,42 +147,36 @@ class FolderProvider:
         return self
 
     def _load_sync(self) -> None:
-        self.sections, self.skipped = read_sections(self.root)
-        self._tf = [Counter(_simple_terms(s.title) * 3 + _simple_terms(s.text)) for s in self.sections]
-        self._df = Counter(term for tf in self._tf for term in tf)
-        self._avg_len = sum(sum(tf.values()) for tf in self._tf) / len(self._tf) if self._tf else 0.0
+        sections, skipped = read_sections(self.root)
+        index = BM25Index(self._index.analyzer)
+        for number, section in enumerate(sections):
+            index.add(str(number), section.text, title=section.title, locator=section.locator)
+        self.sections, self.skipped, self._index = sections, skipped, index
 
     async def retrieve(self, request: RetrievalRequest, context: TrustedContext) -> ProviderResponse:
         """Rank sections by BM25; a section sharing no term with the query is not returned."""
-        query = list(dict.fromkeys(_simple_terms(request.query)))
-        n = len(self._tf)
-        scored: list[tuple[float, str, int]] = []
-        for index, tf in enumerate(self._tf):
-            length = sum(tf.values())
-            score = 0.0
-            for term in query:
-                freq = tf.get(term, 0)
-                if not freq:
-                    continue
-                idf = math.log(1 + (n - self._df[term] + 0.5) / (self._df[term] + 0.5))
-                norm = freq + self.K1 * (1 - self.B + self.B * length / (self._avg_len or 1.0))
-                score += idf * freq * (self.K1 + 1) / norm
-            if score > 0:
-                scored.append((score, self.sections[index].locator, index))
-        scored.sort(key=lambda item: (-item[0], item[1]))
+        hits = self._index.search(request.query, limit=request.limit * 3)
         evidence = [
             Evidence.create(
                 provider=self.kind,
                 provider_name=self.name,
-                locator=self.sections[index].locator,
-                content=self.sections[index].text,
-                title=self.sections[index].title,
-                score=score,
-                metadata={"search": "lexical", "path": self.sections[index].path},
+                locator=hit.locator,
+                content=self.sections[int(hit.id)].text,
+                title=self.sections[int(hit.id)].title,
+                score=hit.score,
+                metadata={
+                    "search": "lexical",
+                    "path": self.sections[int(hit.id)].path,
+                    "matched_words": list(hit.matched_words),
+                    "coverage": hit.coverage,
+                },
             )
-            for score, _, index in scored[: max(request.limit * 3, request.limit)]
+            for hit in hits
         ]
         return ProviderResponse(
             evidence=evidence,
-            details={"sections": n, "skipped": [f"{s.path}: {s.reason}" for s in self.skipped]},
+            details={
+                "sections": len(self.sections),
+                "skipped": [f"{s.path}: {s.reason}" for s in self.skipped],
+            },
         )

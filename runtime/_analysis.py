@@ -384,10 +384,11 @@ class Analyzer:
             if part in self._stop or part in self._ignore:
                 words.append(_Word(part, (), True))
             else:
-                words.append(_Word(part, _word_terms(part), False))
-        terms = tuple(term for w in words for term in w.terms)
+                # A prefix that is itself a stop word ("other" of "others") would never meet anything.
+                terms = tuple(t for t in _word_terms(part) if t == part or t not in self._stop)
+                words.append(_Word(part, terms, False))
         starts = any(w.word in self._phrases for w in words)
-        return _Segment(terms, tuple(words), starts)
+        return _Segment(tuple(term for w in words for term in w.terms), tuple(words), starts)
 
     def _segments(self, text: str) -> Iterator[list[_Segment]]:
         """The analysed segments of ``text``, one list per block."""
@@ -432,6 +433,20 @@ class Analyzer:
                     found.append((index, phrase, term))
         return found
 
+    def _synonym_terms(self, words: Sequence[_Word]) -> list[tuple[int, str]]:
+        """The group terms that synonyms add, each with the word it belongs to.
+
+        That word is the phrase's first kept word (-1 when every word of the phrase is ignored). A group
+        term the word already emits (``prices`` has the prefix ``price``) is not added again.
+        """
+        out: list[tuple[int, str]] = []
+        for index, phrase, term in self._synonym_matches(words):
+            owner = next((i for i in range(index, index + len(phrase)) if not words[i].ignored), -1)
+            if owner >= 0 and term in words[owner].terms:
+                continue
+            out.append((owner, term))
+        return out
+
     def terms(self, text: str) -> list[str]:
         """Every term of ``text`` in order, repeats kept (term frequency counts).
 
@@ -443,24 +458,30 @@ class Analyzer:
             out.extend(chain.from_iterable(map(_TERMS_OF, block)))
             if any(map(_STARTS_SYNONYM, block)):
                 words = [word for segment in block for word in segment.words]
-                for index, phrase, term in self._synonym_matches(words):
-                    if not (len(phrase) == 1 and term in words[index].terms):
-                        out.append(term)
+                out.extend(term for _owner, term in self._synonym_terms(words))
         return out
 
     def word_terms(self, text: str) -> list[tuple[str, list[str]]]:
         """Each kept word of ``text`` with its terms (synonym group terms included), for coverage.
 
-        A word counts as present in an item when any of its terms is in the item.
+        A word counts as present in an item when any of its terms is in the item. Together the lists
+        hold exactly the terms of :meth:`terms` (a synonym phrase of ignored words only, such as
+        "how much", is listed as one entry of its own).
         """
-        words = self._words(text)
-        result: list[tuple[str, list[str]]] = [(w.word, list(w.terms)) for w in words]
-        for index, _phrase, term in self._synonym_matches(words):
-            if words[index].ignored:
-                continue
-            if term not in result[index][1]:
-                result[index][1].append(term)
-        return [(word, terms) for (word, terms), w in zip(result, words, strict=True) if not w.ignored]
+        result: list[tuple[str, list[str]]] = []
+        for block in self._segments(text):
+            words = [word for segment in block for word in segment.words]
+            entries: list[tuple[str, list[str]]] = [(w.word, list(w.terms)) for w in words]
+            orphans: list[tuple[str, list[str]]] = []
+            if any(map(_STARTS_SYNONYM, block)):
+                for owner, term in self._synonym_terms(words):
+                    if owner >= 0:
+                        entries[owner][1].append(term)
+                    else:
+                        orphans.append((term, [term]))
+            result.extend(entry for entry, w in zip(entries, words, strict=True) if not w.ignored)
+            result.extend(orphans)
+        return result
 
     def explain(self, query: str) -> Explanation:
         """Explain the analysis of a query: words used and ignored, synonyms applied, terms emitted."""

@@ -187,10 +187,12 @@ class BM25Index:
             raise InvalidRequest(f"limit must be at least 1 (got {limit})")
         if not self._items:
             return []
-        words = self.analyzer.word_terms(query)
-        query_counts = Counter(term for _word, terms in words for term in terms)
+        # The query goes through the very analysis documents went through; word_terms regroups the same
+        # terms by word, for coverage.
+        query_counts = Counter(self.analyzer.terms(query))
         if not query_counts:
             return []
+        words = self.analyzer.word_terms(query)
         # Coverage: a query word is in an item when any of its terms is. Each distinct kept word gets
         # a bit; each item collects the bits of the terms it holds (words past 63 share the last bit
         # and are checked one by one).
