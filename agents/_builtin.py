@@ -24,12 +24,13 @@ from simone.runtime import (
     BudgetExceeded,
     ProviderKind,
     ProviderNotConfigured,
+    ProviderSelection,
     RetrievalRequest,
     RetrievalResult,
     Router,
     SearchMode,
 )
-from simone.workflows.retrieval import SelectionPolicy, retrieve
+from simone.workflows.retrieval import SelectionDecision, SelectionPolicy, retrieve, select
 
 DEPTH_PRESETS: dict[str, tuple[int, int, int]] = {
     "basic": (1, 1, 1500),
@@ -86,6 +87,30 @@ def _clamp_tokens(tool_context: ToolContext, wanted: int | None) -> int:
     return budget
 
 
+def _web_within_budget(
+    router: Router, decision: SelectionDecision, tool_context: ToolContext
+) -> SelectionDecision:
+    """Charge one search query per web provider asked; past the session's queries, drop them with a reason."""
+    ledger = tool_context.ledger
+    kinds = {name: provider.kind for name, provider in router.providers.items()}
+    web = [s for s in decision.selected if kinds.get(s.provider) is ProviderKind.WEB_SEARCH]
+    if not web or ledger is None:
+        return decision
+    if ledger.available().queries >= len(web):
+        ledger.charge(queries=len(web))
+        return decision
+    spent = [
+        ProviderSelection(provider=s.provider, reason="not asked: the session's search-query budget is spent")
+        for s in web
+    ]
+    return decision.model_copy(
+        update={
+            "selected": [s for s in decision.selected if s not in web],
+            "dropped": [*decision.dropped, *spent],
+        }
+    )
+
+
 def _charge(tool_context: ToolContext, result: RetrievalResult) -> None:
     if tool_context.ledger is not None:
         tool_context.ledger.charge(tokens=result.budget.used_tokens)
@@ -109,7 +134,10 @@ def builtin_tools(
             mode=args.mode,
             providers=tuple(args.providers) if args.providers else None,
         )
-        result = await retrieve(router, request, tool_context.context, policy=policy)
+        decision = _web_within_budget(
+            router, select(router, request, tool_context.context, policy=policy), tool_context
+        )
+        result = await retrieve(router, request, tool_context.context, policy=policy, decision=decision)
         _charge(tool_context, result)
         return result
 

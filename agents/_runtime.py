@@ -99,6 +99,8 @@ class Runtime:
         http_client: the ``httpx.AsyncClient`` for the chat model (one is opened otherwise).
         web_options: passed to :func:`~simone.providers.web.open_web` (``transport``, ``resolver``,
             ``clock``, ``cache_dir``), e.g. to reach a loopback web in tests.
+        remember_turns: in a conversation, ``ask`` appends the user's question to session memory (the
+            answers are not stored, so simone never cites itself).
     """
 
     def __init__(
@@ -114,6 +116,7 @@ class Runtime:
         policy: SelectionPolicy | None = None,
         http_client: httpx.AsyncClient | None = None,
         web_options: Mapping[str, Any] | None = None,
+        remember_turns: bool = True,
     ) -> None:
         self.settings = settings if settings is not None else load_settings()
         self._extra = list(providers)
@@ -125,6 +128,7 @@ class Runtime:
         self.policy = policy
         self._http = http_client
         self._web_options = dict(web_options or {})
+        self.remember_turns = remember_turns
         self._stack: AsyncExitStack | None = None
         self.documents: Any = None
         self.memory_store: Any = None
@@ -309,4 +313,10 @@ class Runtime:
             context = self.admit(context)
         if not question or not question.strip():
             raise InvalidRequest("the question is empty; ask something")
-        return await orchestrator.answer(self.session(context), question)
+        answer = await orchestrator.answer(self.session(context), question)
+        if context.conversation is not None and self.memory_store is not None and self.remember_turns:
+            from simone.providers.memory import TurnRole
+
+            # only what the user said: an answer stored as evidence would let simone cite itself later
+            await self.memory_store.append_turn(context, TurnRole.USER, question)
+        return answer

@@ -239,3 +239,39 @@ def test_research_from_a_researcher_context_and_no_evidence_abstains(
             assert "will not guess" in answer.text
 
     anyio.run(main)
+
+
+def test_researcher_retrieval_charges_web_queries_and_stops_at_the_budget(
+    web_settings: Settings, loopback_web: LoopbackWeb
+) -> None:
+    async def main() -> None:
+        async with _runtime(web_settings, loopback_web) as runtime:
+            researcher = runtime.admit({"actor": "alice"}, caller=Caller.RESEARCHER)
+            session = runtime.session(researcher, budget=Budget(queries=1, fetches=2, tokens=4000))
+            first: Any = await session.call("retrieve_context", {"query": "Lake Varnholm depth"})
+            assert "web" in [s.provider for s in first.request.selected] and first.evidence
+            assert session.ledger.use().queries == 1
+            second: Any = await session.call("retrieve_context", {"query": "Lake Varnholm salinity"})
+            assert "web" not in [s.provider for s in second.request.selected]
+            assert any("search-query budget is spent" in d.reason for d in second.request.dropped)
+            assert session.ledger.use().queries == 1
+
+    anyio.run(main)
+
+
+def test_questions_in_a_conversation_become_session_memory(
+    web_settings: Settings, loopback_web: LoopbackWeb
+) -> None:
+    async def main() -> None:
+        async with _runtime(web_settings, loopback_web) as runtime:
+            event = {"actor": "alice", "conversation": "c1"}
+            await runtime.ask({**event, "text": "Remember that the rollout codename is Heliotrope."})
+            answer = await runtime.ask(event, "What is the rollout codename?")
+            assert answer.status == "answered" and "Heliotrope" in answer.text
+            assert answer.citations[0].provider.value == "session-memory"
+            other = await runtime.ask(
+                {"actor": "alice", "conversation": "c2"}, "What is the rollout codename?"
+            )
+            assert "Heliotrope" not in other.text  # another conversation does not see it
+
+    anyio.run(main)

@@ -27,8 +27,11 @@ async def retrieve(
     context: TrustedContext,
     *,
     policy: SelectionPolicy | None = None,
+    decision: SelectionDecision | None = None,
 ) -> RetrievalResult:
     """Select providers with ``policy``, then fan out, fuse and pack through ``router``.
+
+    ``decision`` replaces the policy's when given (e.g. one a caller adjusted after :func:`select`).
 
     An explicit ``request.providers`` wins over the rules, but a provider the caller may not use is
     still refused: it is dropped as ``forbidden`` and, when nothing else was named, the result's status
@@ -38,7 +41,8 @@ async def retrieve(
         InvalidRequest: the query is too long, or nothing at all could be selected.
         UnknownProvider: an explicit provider name is not registered with the router.
     """
-    decision = select(router, request, context, policy=policy)
+    if decision is None:
+        decision = select(router, request, context, policy=policy)
     routed = request.model_copy(update={"providers": None}) if request.providers is not None else request
     if request.providers is not None:
         unknown = [name for name in request.providers if name not in router.providers]
