@@ -21,7 +21,6 @@ from simone.agents._budget import (
     BudgetUse as BudgetUse,
 )
 from simone.agents._builtin import (
-    DEPTH_PRESETS as DEPTH_PRESETS,
     ResearchArgs as ResearchArgs,
     RetrieveContextArgs as RetrieveContextArgs,
     RetrieveMemoryArgs as RetrieveMemoryArgs,
@@ -61,12 +60,14 @@ from simone.agents._runtime import (
     memory_tools as memory_tools,
 )
 from simone.agents._session import (
+    DEPTH_PRESETS as DEPTH_PRESETS,
     ChildGroup as ChildGroup,
     ChildHandle as ChildHandle,
     ResearchCaps as ResearchCaps,
     ResearchRunner as ResearchRunner,
     ResearchSpend as ResearchSpend,
     Session as Session,
+    child_budget as child_budget,
 )
 from simone.agents._synthesis import (
     Answer as Answer,
@@ -129,6 +130,7 @@ __all__ = (
     "WorkflowResearchRunner",
     "admit",
     "builtin_tools",
+    "child_budget",
     "bundled_docs",
     "derive",
     "finalize",

@@ -11,13 +11,14 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 from simone.agents._session import (
-    DEFAULT_CHILD_BUDGET,
+    DEPTH_PRESETS,
     NOT_CONFIGURED_HINT,
     Depth,
     Freshness,
     ResearchCaps,
     ResearchRunner,
     Session,
+    child_budget,
 )
 from simone.agents._tools import Tool, ToolContext
 from simone.runtime import (
@@ -31,13 +32,6 @@ from simone.runtime import (
     SearchMode,
 )
 from simone.workflows.retrieval import SelectionDecision, SelectionPolicy, retrieve, select
-
-DEPTH_PRESETS: dict[str, tuple[int, int, int]] = {
-    "basic": (1, 1, 1500),
-    "standard": (3, 2, 4000),
-    "deep": (6, 5, 10000),
-}
-"""(queries, fetches, context tokens) per depth, as in DESIGN.md; per-call values may only lower them."""
 
 
 class _Args(BaseModel):
@@ -122,8 +116,12 @@ def builtin_tools(
     policy: SelectionPolicy | None = None,
     research: ResearchRunner | None = None,
     max_query_chars: int = 8192,
+    child_wall_s: float = 60.0,
 ) -> list[Tool[BaseModel]]:
-    """The built-in tools over ``router`` (retrieval) and ``research`` (the researcher's web research)."""
+    """The built-in tools over ``router`` (retrieval) and ``research`` (the researcher's web research).
+
+    ``child_wall_s`` is the wall time of a researcher child spawned by ``delegate_research``.
+    """
 
     async def retrieve_context(tool_context: ToolContext, args: RetrieveContextArgs) -> RetrievalResult:
         request = RetrievalRequest.create(
@@ -166,13 +164,8 @@ def builtin_tools(
         session = tool_context.session
         if not isinstance(session, Session):
             raise ProviderNotConfigured("delegate_research needs a session to spawn the researcher from")
-        queries, fetches, tokens = DEPTH_PRESETS[args.depth]
-        wanted = DEFAULT_CHILD_BUDGET.model_copy(
-            update={
-                "queries": queries if args.max_queries is None else min(queries, args.max_queries),
-                "fetches": fetches if args.max_fetches is None else min(fetches, args.max_fetches),
-                "tokens": tokens,
-            }
+        wanted = child_budget(
+            args.depth, wall_s=child_wall_s, max_queries=args.max_queries, max_fetches=args.max_fetches
         )
         return await session.delegate(args.question, depth=args.depth, budget=wanted)
 

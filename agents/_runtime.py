@@ -29,7 +29,7 @@ from simone.agents._chat import ChatModel
 from simone.agents._loop import LoopLimits
 from simone.agents._openai_chat import OpenAIChatModel
 from simone.agents._orchestrator import Orchestrator
-from simone.agents._session import DEFAULT_CHILD_BUDGET, Depth, ResearchRunner, Session
+from simone.agents._session import Depth, ResearchRunner, Session, child_budget
 from simone.agents._synthesis import Answer, ExtractiveModel
 from simone.agents._tools import ORCHESTRATOR, RESEARCHER, AgentProfile, Tool, ToolContext, ToolRegistry
 from simone.runtime import (
@@ -208,6 +208,7 @@ class Runtime:
                 policy=self.policy,
                 research=self.research_runner,
                 max_query_chars=router_settings.max_query_chars,
+                child_wall_s=settings.agents.child_wall_s,
             )
         )
         self.registry.extend(tools)
@@ -298,7 +299,7 @@ class Runtime:
         chosen: Depth = depth or self.settings.agents.research_depth
         session = self.session(context)
         if context.caller is Caller.ORCHESTRATOR:
-            budget = DEFAULT_CHILD_BUDGET.model_copy(update={"wall_s": self.settings.agents.child_wall_s})
+            budget = child_budget(chosen, wall_s=self.settings.agents.child_wall_s)
             return await session.delegate(question, depth=chosen, budget=budget)
         return await session.call("web_research", {"question": question, "depth": chosen})
 

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from simone.agents._admission import derive
 from simone.agents._budget import Budget, BudgetLedger
 from simone.agents._tools import RESEARCHER, AgentProfile, ToolContext, ToolRegistry
-from simone.runtime import BudgetExceeded, Caller, ProviderNotConfigured, ScopeViolation, TrustedContext
+from simone.runtime import Caller, ProviderNotConfigured, ProviderUnavailable, ScopeViolation, TrustedContext
 
 Depth = Literal["basic", "standard", "deep"]
 Freshness = Literal["auto", "fresh", "cached"]
@@ -171,8 +171,10 @@ class Session:
         async with self.group() as group:
             group.launch(handle)
         if handle.result is None:
-            raise BudgetExceeded(
-                f"the researcher child ended without a result ({handle.status}: {handle.error})"
+            raise ProviderUnavailable(
+                f"the researcher child ended without a result ({handle.status}: {handle.error})",
+                provider="researcher",
+                retryable=handle.status == "failed",
             )
         return handle.result
 
@@ -183,7 +185,33 @@ NOT_CONFIGURED_HINT = (
 )
 """What to tell a user who asks for web research without a backend."""
 
-DEFAULT_CHILD_BUDGET = Budget(tokens=4000, queries=3, fetches=2, wall_s=60.0, max_children=0)
+DEPTH_PRESETS: dict[str, tuple[int, int, int]] = {
+    "basic": (1, 1, 1500),
+    "standard": (3, 2, 4000),
+    "deep": (6, 5, 10000),
+}
+"""(queries, fetches, context tokens) per research depth, as in DESIGN.md; requests may only lower them."""
+
+
+def child_budget(
+    depth: Depth = "standard",
+    *,
+    wall_s: float = 60.0,
+    max_queries: int | None = None,
+    max_fetches: int | None = None,
+) -> Budget:
+    """What a researcher child asks for at ``depth`` (the parent's :meth:`BudgetLedger.carve` may lower it)."""
+    queries, fetches, tokens = DEPTH_PRESETS[depth]
+    return Budget(
+        tokens=tokens,
+        queries=queries if max_queries is None else min(queries, max_queries),
+        fetches=fetches if max_fetches is None else min(fetches, max_fetches),
+        wall_s=wall_s,
+        max_children=0,
+    )
+
+
+DEFAULT_CHILD_BUDGET = child_budget("standard")
 """A researcher child's default share (the ``standard`` depth of DESIGN.md), lowered to what is left."""
 
 
@@ -233,7 +261,6 @@ class ChildGroup:
         parent = self.parent
         runner = parent.research
         assert runner is not None
-        child_ledger_holder: list[Session] = []
         caps = ResearchCaps(
             depth=handle.depth,
             max_queries=handle.budget.queries,
@@ -241,24 +268,23 @@ class ChildGroup:
             max_context_tokens=handle.budget.tokens,
             wall_s=handle.budget.wall_s,
         )
+        context = derive(
+            parent.context,
+            caller=Caller.RESEARCHER,
+            token_budget=max(1, handle.budget.tokens),
+            deadline=time.time() + handle.budget.wall_s,
+        )
+        child = Session(
+            profile=RESEARCHER,
+            context=context,
+            registry=parent.registry,
+            budget=handle.budget,
+            research=runner,
+            parent=parent,
+            clock=parent._clock,
+        )
         try:
             with handle._scope:
-                context = derive(
-                    parent.context,
-                    caller=Caller.RESEARCHER,
-                    token_budget=max(1, handle.budget.tokens),
-                    deadline=time.time() + handle.budget.wall_s,
-                )
-                child = Session(
-                    profile=RESEARCHER,
-                    context=context,
-                    registry=parent.registry,
-                    budget=handle.budget,
-                    research=runner,
-                    parent=parent,
-                    clock=parent._clock,
-                )
-                child_ledger_holder.append(child)
                 with anyio.move_on_after(handle.budget.wall_s) as timer:
                     handle.result = await child.call(
                         "web_research", {"question": handle.question, "depth": handle.depth}
@@ -270,15 +296,11 @@ class ChildGroup:
                         f"the researcher's wall time of {handle.budget.wall_s:g}s ran out before it finished",
                     )
                 handle.status = "done"
-            if handle._scope.cancelled_caught and handle.status != "done":
-                handle.status = "cancelled"
         except Exception as exc:  # noqa: BLE001 -- one child's failure must not sink its siblings
             handle.status = "failed"
             handle.error = f"{type(exc).__name__}: {exc}"
         finally:
-            used = child_ledger_holder[0].ledger.use() if child_ledger_holder else None
-            if used is not None:
-                parent.ledger.settle(handle.budget, used)
-            else:
-                parent.ledger.settle(handle.budget, BudgetLedger(handle.budget).use())
+            if handle.status == "running":  # cancelled, by the handle or from outside
+                handle.status = "cancelled"
+            parent.ledger.settle(handle.budget, child.ledger)
             handle._done.set()
