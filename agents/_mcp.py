@@ -18,8 +18,8 @@ import mcp.types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 from simone.agents._runtime import Runtime
-from simone.agents._session import Session
-from simone.runtime import SimoneError
+from simone.agents._tools import AgentProfile
+from simone.runtime import SimoneError, TrustedContext
 
 
 def _version() -> str:
@@ -29,9 +29,13 @@ def _version() -> str:
         return "0"
 
 
-def build_server(session: Session) -> Server[Any]:
-    """An MCP server whose tools are ``session``'s (its profile's tools, its admitted context)."""
-    tools = session.registry.for_profile(session.profile)
+def build_server(runtime: Runtime, context: TrustedContext, profile: AgentProfile) -> Server[Any]:
+    """An MCP server with ``profile``'s tools, every call run in ``context`` (admitted at start-up).
+
+    Each call gets a fresh session (and so a fresh budget) in that context: a long-running server
+    never runs out of wall time, and one call cannot spend another's budget.
+    """
+    tools = runtime.registry.for_profile(profile)
     by_name = {tool.name: tool for tool in tools}
 
     async def list_tools(
@@ -49,9 +53,9 @@ def build_server(session: Session) -> Server[Any]:
     ) -> types.CallToolResult:
         name = params.name
         if name not in by_name:
-            return _error(f"UnknownTool: the {session.profile.name} has no tool {name!r}")
+            return _error(f"UnknownTool: the {profile.name} has no tool {name!r}")
         try:
-            result = await session.call(name, dict(params.arguments or {}))
+            result = await runtime.session(context, profile=profile).call(name, dict(params.arguments or {}))
         except SimoneError as exc:
             return _error(f"{type(exc).__name__}: {exc}")
         data = result.model_dump(mode="json")
@@ -68,8 +72,8 @@ def build_server(session: Session) -> Server[Any]:
         "simone",
         version=_version(),
         instructions=(
-            f"simone {session.profile.name} tools. Scope comes from the server's admitted context "
-            f"(actor {session.context.actor!r}); tool arguments never carry scope."
+            f"simone {profile.name} tools. Scope comes from the server's admitted context "
+            f"(actor {context.actor!r}); tool arguments never carry scope."
         ),
         get_tool_input_schema=schema,
         on_list_tools=list_tools,
@@ -81,8 +85,8 @@ def _error(message: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
 
 
-async def serve_stdio(runtime: Runtime, session: Session) -> None:
-    """Serve ``session``'s tools over stdin/stdout until the client disconnects."""
-    server = build_server(session)
+async def serve_stdio(runtime: Runtime, context: TrustedContext, profile: AgentProfile) -> None:
+    """Serve ``profile``'s tools in ``context`` over stdin/stdout until the client disconnects."""
+    server = build_server(runtime, context, profile)
     async with stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())

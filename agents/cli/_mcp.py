@@ -40,6 +40,5 @@ async def run(args: argparse.Namespace) -> int:
     caller = Caller.RESEARCHER if args.role == "researcher" else Caller.ORCHESTRATOR
     async with Runtime.open(settings) as runtime:
         context = runtime.admit(event_from_args(args), caller=caller, timeout_s=None)
-        session = runtime.session(context, profile=profile)
-        await serve_stdio(runtime, session)
+        await serve_stdio(runtime, context, profile)
     return 0

@@ -275,3 +275,41 @@ def test_questions_in_a_conversation_become_session_memory(
             assert "Heliotrope" not in other.text  # another conversation does not see it
 
     anyio.run(main)
+
+
+def test_mcp_server_in_process_keeps_the_caller_rules(
+    web_settings: Settings, loopback_web: LoopbackWeb
+) -> None:
+    from mcp import Client
+    from simone.agents import ORCHESTRATOR, RESEARCHER
+    from simone.agents._mcp import build_server
+
+    async def main() -> None:
+        async with _runtime(web_settings, loopback_web) as runtime:
+            researcher = runtime.admit({"actor": "alice"}, caller=Caller.RESEARCHER, timeout_s=None)
+            async with Client(build_server(runtime, researcher, RESEARCHER)) as client:
+                names = {tool.name for tool in (await client.list_tools()).tools}
+                assert names == {"web_research", "retrieve_context"}
+                result = await client.call_tool(
+                    "web_research", {"question": "salinity of Lake Varnholm", "depth": "basic"}
+                )
+                assert not result.is_error
+                data: Any = result.structured_content
+                assert data["caller"] == "researcher" and data["evidence"]
+                assert data["budget"]["queries_used"] <= data["budget"]["max_queries"] == 1
+
+            orchestrator = runtime.admit({"actor": "alice", "project": "p"}, timeout_s=None)
+            async with Client(build_server(runtime, orchestrator, ORCHESTRATOR)) as client:
+                refused = await client.call_tool("web_research", {"question": "x"})
+                assert refused.is_error and "no tool 'web_research'" in refused.content[0].text  # type: ignore[union-attr]
+                made = await client.call_tool(
+                    "create_note", {"title": "Oncall", "body": "Dana is on call this week."}
+                )
+                assert not made.is_error
+                found = await client.call_tool("retrieve_memory", {"query": "who is on call"})
+                evidence: Any = found.structured_content
+                assert evidence["evidence"] and "Dana" in evidence["evidence"][0]["content"]
+            bob = runtime.admit({"actor": "bob", "project": "p"})
+            assert (await runtime.retrieve(bob, "who is on call")).evidence == []
+
+    anyio.run(main)
