@@ -398,7 +398,9 @@ class Analyzer:
         tokens = _token_pattern().findall
         for block in _blocks(_clean(text)):
             if _NEEDS_ICU.search(block):
-                pieces = [piece[:MAX_WORD_CHARS] for piece in WordBreaker(block, "root")]
+                pieces = list(WordBreaker(block, "root"))
+                if max(map(len, pieces), default=0) > MAX_WORD_CHARS:
+                    pieces = [piece[:MAX_WORD_CHARS] for piece in pieces]
             else:
                 pieces = tokens(block)
             found = list(map(cache.get, pieces))
