@@ -9,8 +9,10 @@ Measured, each next to its peer in the same run:
 
 * cold start — a fresh `simone ask` process on an empty data dir (indexes the sample docs, answers),
   against a warm process (the index exists) — the ratio is what the first run costs;
-* warm in-process ask latency (p50/p95) against bare routed retrieval of the same questions — the
-  ratio is the orchestration and synthesis overhead over the router;
+* warm in-process ask latency (p50/p95) against bare routed retrieval of the same questions (the
+  order alternates so neither always meets a warm query cache), and the extractive synthesis alone —
+  the ratios are the orchestration and synthesis overhead over the router (on a shared machine the
+  two latencies are within noise of each other: an ask is one retrieval plus a few milliseconds);
 * N concurrent asks on one runtime (each by its own actor, each with its own private memory note):
   throughput, p95, errors, and cross-talk (an answer that cites another actor's note), against the
   same asks run one after another.
@@ -32,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from simone.agents import Answer, Runtime, bundled_docs
+from simone.agents import Answer, ExtractiveModel, Runtime, bundled_docs
 from simone.runtime import Settings
 
 QUESTIONS = [
@@ -106,6 +108,8 @@ async def in_process(data_dir: Path, concurrency: int, rounds: int) -> dict[str,
         # -- warm sequential asks vs bare retrieval of the same questions ---------------------
         ask_ms: list[float] = []
         retrieve_ms: list[float] = []
+        compose_ms: list[float] = []
+        extractive = ExtractiveModel()
         for round_ in range(rounds):
             for position, question in enumerate(QUESTIONS):
                 context = runtime.admit({"actor": "bench"})
@@ -113,8 +117,11 @@ async def in_process(data_dir: Path, concurrency: int, rounds: int) -> dict[str,
                 for kind in ("retrieve", "ask") if (round_ + position) % 2 == 0 else ("ask", "retrieve"):
                     started = time.perf_counter()
                     if kind == "retrieve":
-                        await runtime.retrieve(context, question)
+                        found = await runtime.retrieve(context, question)
                         retrieve_ms.append((time.perf_counter() - started) * 1000)
+                        started = time.perf_counter()
+                        extractive.compose(question, list(enumerate(found.evidence, start=1)))
+                        compose_ms.append((time.perf_counter() - started) * 1000)
                     else:
                         await runtime.ask(context, question)
                         ask_ms.append((time.perf_counter() - started) * 1000)
@@ -123,6 +130,11 @@ async def in_process(data_dir: Path, concurrency: int, rounds: int) -> dict[str,
             "p50": pct(retrieve_ms, 0.5),
             "p95": pct(retrieve_ms, 0.95),
             "n": len(retrieve_ms),
+        }
+        out["extractive_compose_ms"] = {
+            "p50": pct(compose_ms, 0.5),
+            "p95": pct(compose_ms, 0.95),
+            "n": len(compose_ms),
         }
 
         # -- private notes, one per actor -------------------------------------------------------
@@ -247,6 +259,13 @@ def main() -> None:
             "bare retrieve p95",
             f"{ret['p95']:.1f} ms",
             ask["p95"] / ret["p95"],
+        ),
+        (
+            "extractive synthesis p50 (of an answer)",
+            f"{measured['extractive_compose_ms']['p50']:.1f} ms",
+            "bare retrieve p50",
+            f"{ret['p50']:.1f} ms",
+            measured["extractive_compose_ms"]["p50"] / ret["p50"],
         ),
         (
             f"{args.concurrency} concurrent asks: throughput",
