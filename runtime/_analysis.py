@@ -189,6 +189,7 @@ class _Word:
     word: str
     terms: tuple[str, ...]
     ignored: bool
+    key: str  # what synonym phrases match: the word, or a Korean word without its particle
 
 
 class _Segment(NamedTuple):
@@ -204,6 +205,27 @@ _TERMS_OF = operator.attrgetter("terms")
 _STARTS_SYNONYM = operator.attrgetter("synonym_start")
 
 
+# Korean particles written onto the word they follow (longest first): 갱신은 is 갱신 + 은.
+_KOREAN_PARTICLES = tuple(
+    sorted(
+        "에서는 에서도 에게서 으로는 이라는 에서 에게 으로 까지 부터 이나 하고 이랑 처럼 보다 마다 "
+        "은 는 이 가 을 를 에 의 도 와 과 로 만".split(),
+        key=len,
+        reverse=True,
+    )
+)
+
+
+def _korean_stem(word: str) -> str:
+    """The word without a trailing particle if it is all Hangul and one is there, else the word."""
+    if not all(0xAC00 <= ord(c) <= 0xD7A3 for c in word):
+        return word
+    for particle in _KOREAN_PARTICLES:
+        if len(word) > len(particle) and word.endswith(particle):
+            return word[: -len(particle)]
+    return word
+
+
 def _word_terms(word: str) -> tuple[str, ...]:
     """Terms of one folded, kept word."""
     first = ord(word[0])
@@ -211,6 +233,9 @@ def _word_terms(word: str) -> tuple[str, ...]:
         return tuple(normalize_number(word))
     if len(word) >= 3 and (_is_cjk(first) or _is_cjk(ord(word[-1]))):
         if all(_is_cjk(ord(c)) for c in word):
+            stem = _korean_stem(word)
+            if len(stem) >= 3 and stem != word:  # 운영시간은 also emits 운영시간 (shorter stems are bigrams)
+                return (word, stem, *_bigrams(word))
             return (word, *_bigrams(word))
         return (word,)
     if (
@@ -349,7 +374,7 @@ class Analyzer:
         for group_id, members in groups:
             term = fold(unicodedata.normalize("NFKC", group_id))
             for member in members:
-                words = tuple(w.word for w in self._words(member))
+                words = tuple(w.key for w in self._words(member))
                 if not words:
                     continue
                 phrase = (words, term)
@@ -378,16 +403,16 @@ class Analyzer:
             return _EMPTY
         if _NUMBER.fullmatch(word):
             numbers = tuple(normalize_number(word))
-            return _Segment(numbers, (_Word(word, numbers, False),), False)
+            return _Segment(numbers, (_Word(word, numbers, False, word),), False)
         words: list[_Word] = []
         for part in _split_parts(word):
             if part in self._stop or part in self._ignore:
-                words.append(_Word(part, (), True))
+                words.append(_Word(part, (), True, part))
             else:
                 # A prefix that is itself a stop word ("other" of "others") would never meet anything.
                 terms = tuple(t for t in _word_terms(part) if t == part or t not in self._stop)
-                words.append(_Word(part, terms, False))
-        starts = any(w.word in self._phrases for w in words)
+                words.append(_Word(part, terms, False, _korean_stem(part)))
+        starts = any(w.key in self._phrases for w in words)
         return _Segment(tuple(term for w in words for term in w.terms), tuple(words), starts)
 
     def _segments(self, text: str) -> Iterator[list[_Segment]]:
@@ -422,7 +447,7 @@ class Analyzer:
         phrases = self._phrases
         found: list[tuple[int, tuple[str, ...], str]] = []
         for index, item in enumerate(words):
-            bucket = phrases.get(item.word)
+            bucket = phrases.get(item.key)
             if bucket is None:
                 continue
             seen: set[str] = set()
@@ -430,7 +455,7 @@ class Analyzer:
                 if term in seen:
                     continue
                 size = len(phrase)
-                if size == 1 or tuple(w.word for w in words[index : index + size]) == phrase:
+                if size == 1 or tuple(w.key for w in words[index : index + size]) == phrase:
                     seen.add(term)
                     found.append((index, phrase, term))
         return found
