@@ -115,3 +115,48 @@ def test_budget_ledger_carves_settles_and_never_overspends() -> None:
     now[0] = 11.0
     with pytest.raises(BudgetExceeded, match="wall time"):
         ledger.charge(tokens=1)
+
+
+from hypothesis import given, settings as hsettings, strategies as st  # noqa: E402
+
+_op = st.one_of(
+    st.tuples(st.just("charge"), st.integers(0, 400), st.integers(0, 4), st.integers(0, 4)),
+    st.tuples(st.just("carve"), st.integers(0, 900), st.integers(0, 8), st.integers(0, 8)),
+    st.tuples(st.just("child"), st.integers(0, 900), st.integers(0, 8), st.integers(0, 8)),
+    st.tuples(st.just("settle"), st.integers(0, 9), st.integers(0, 0), st.integers(0, 0)),
+)
+
+
+@hsettings(max_examples=200, deadline=None)
+@given(st.lists(_op, max_size=40))
+def test_no_sequence_of_charges_and_carves_overspends(ops: list[tuple[str, int, int, int]]) -> None:
+    total = Budget(tokens=1000, queries=6, fetches=5, wall_s=100, max_children=3)
+    parent = BudgetLedger(total, clock=lambda: 0.0)
+    children: list[tuple[Budget, BudgetLedger]] = []
+    for op, tokens, queries, fetches in ops:
+        try:
+            if op == "charge":
+                parent.charge(tokens=tokens, queries=queries, fetches=fetches)
+            elif op == "carve":
+                carved = parent.carve(Budget(tokens=tokens, queries=queries, fetches=fetches, wall_s=10))
+                children.append((carved, BudgetLedger(carved, clock=lambda: 0.0)))
+            elif op == "child" and children:
+                carved, ledger = children[-1]
+                ledger.charge(tokens=tokens, queries=queries, fetches=fetches)
+            elif op == "settle" and children:
+                carved, ledger = children.pop(tokens % len(children))
+                parent.settle(carved, ledger)
+        except BudgetExceeded:
+            pass
+        for carved, ledger in children:  # a child never spends past what it was given
+            use = ledger.use()
+            assert (
+                use.tokens <= carved.tokens
+                and use.queries <= carved.queries
+                and use.fetches <= carved.fetches
+            )
+        use = parent.use()
+        assert use.tokens + use.reserved_tokens <= total.tokens
+        assert use.queries + use.reserved_queries <= total.queries
+        assert use.fetches + use.reserved_fetches <= total.fetches
+        assert parent.children_active == len(children) <= total.max_children
