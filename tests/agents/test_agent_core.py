@@ -2,6 +2,7 @@ import json
 
 import anyio
 import pytest
+from hypothesis import given, settings as hsettings, strategies as st
 from pydantic import BaseModel, ConfigDict
 from simone.agents._admission import AdmissionRefused, Event, admit, derive
 from simone.agents._budget import Budget, BudgetLedger
@@ -116,8 +117,6 @@ def test_budget_ledger_carves_settles_and_never_overspends() -> None:
     with pytest.raises(BudgetExceeded, match="wall time"):
         ledger.charge(tokens=1)
 
-
-from hypothesis import given, settings as hsettings, strategies as st  # noqa: E402
 
 _op = st.one_of(
     st.tuples(st.just("charge"), st.integers(0, 400), st.integers(0, 4), st.integers(0, 4)),
