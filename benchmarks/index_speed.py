@@ -1,0 +1,263 @@
+"""Document-index speed: indexing SciFact end to end against bare ONNX embedding, re-index, query latency.
+
+Usage: python benchmarks/index_speed.py [DATA_DIR] [--docs N] [--queries N] [--rows N] [--skip-100k]
+
+DATA_DIR defaults to ../shared/data. In one run:
+
+1. Index SciFact (``--docs`` abstracts, all 5,183 by default) from Markdown files into a fresh
+   collection with the bundled all-MiniLM-L6-v2 and no embedding cache: seconds, chunks/s, and the
+   ratio of that end-to-end time to the bare ONNX embedding time of the same chunk texts (the same
+   session, one call). Target: overhead <= 15 % (ratio <= 1.15).
+2. Re-index the unchanged corpus. Target: <= 3 s and 0 embeddings.
+3. Query latency p50/p95 per mode (query embedding included) on that collection (~5k+ chunks).
+4. A 100k-chunk collection synthesised from it (rows repeated with perturbed vectors and terms):
+   latency with exact search, then for each ANN kind (IVF_FLAT, IVF_HNSW_SQ, both with refinement):
+   build time, latency, and recall@10 against exact search. Targets: hybrid p95 <= 50 ms at 100k,
+   recall@10 >= 0.95.
+5. Peak RSS.
+
+Writes benchmarks/results/index_speed.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import platform
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import lancedb
+import numpy as np
+import pyarrow as pa
+from _index_common import CACHE, default_data_dir, load_jsonl, peak_rss_mb, percentile, save, write_corpus
+from simone.providers.documents import DocumentIndex
+from simone.providers.documents._store import VECTOR_INDEX, AnnKind, build_where
+from simone.runtime import (
+    EmbeddingSettings,
+    IndexSettings,
+    RetrievalRequest,
+    SearchMode,
+    Settings,
+    TrustedContext,
+)
+
+CONTEXT = TrustedContext(actor="benchmark")
+ANN_KINDS: tuple[AnnKind, ...] = ("ivf_flat", "ivf_hnsw_sq")
+
+
+def settings(data_dir: Path, **index: Any) -> Settings:
+    return Settings(
+        data_dir=data_dir,
+        embeddings=EmbeddingSettings(chain=["onnx"], cache=False),
+        index=IndexSettings(**index),
+    )
+
+
+async def latencies(index: DocumentIndex, queries: list[str], mode: SearchMode) -> dict[str, float]:
+    provider = index.provider()
+    times = []
+    for text in queries:
+        request = RetrievalRequest.create(text, limit=10, mode=mode)
+        started = time.perf_counter()
+        response = await provider.retrieve(request, CONTEXT)
+        times.append((time.perf_counter() - started) * 1000)
+        if response.degraded:
+            raise SystemExit(f"degraded answer: {response.degraded}")
+    return {"p50_ms": round(percentile(times, 0.5), 2), "p95_ms": round(percentile(times, 0.95), 2)}
+
+
+async def synthesise(index: DocumentIndex, source: Any, target_rows: int) -> Any:
+    """A collection of ``target_rows`` chunks: the source rows repeated with perturbation."""
+    collection = await index.store.create_collection("synthetic", source.space)
+    rows = await source.rows()
+    rng = np.random.default_rng(7)
+    vectors = np.stack(rows["vector"].to_numpy(zero_copy_only=False)).astype(np.float32)
+    terms = rows["terms"].to_pylist()
+    copies = -(-target_rows // rows.num_rows)
+    written = 0
+    for copy in range(copies):
+        take = min(rows.num_rows, target_rows - written)
+        if take <= 0:
+            break
+        if copy == 0:
+            batch = rows.slice(0, take)
+        else:
+            noisy = vectors[:take] + rng.normal(0, 0.03, size=(take, vectors.shape[1])).astype(np.float32)
+            noisy /= np.linalg.norm(noisy, axis=1, keepdims=True)
+            kept = [" ".join(w for w in t.split() if rng.random() > 0.15) for t in terms[:take]]
+            ids = [hashlib.sha256(f"{i}:{copy}".encode()).hexdigest() for i in rows["id"].to_pylist()[:take]]
+            paths = [f"{p}.copy{copy}" for p in rows["path"].to_pylist()[:take]]
+            batch = rows.slice(0, take)
+            for name, values in (("id", ids), ("path", paths), ("terms", kept)):
+                batch = batch.set_column(batch.schema.get_field_index(name), name, pa.array(values))
+            flat = pa.array(noisy.reshape(-1), type=pa.float32())
+            vector = pa.FixedSizeListArray.from_arrays(flat, vectors.shape[1])
+            batch = batch.set_column(
+                batch.schema.get_field_index("vector"), collection.schema.field("vector"), vector
+            )
+        await collection.table.add(batch.cast(collection.schema))
+        written += take
+    await collection.maintain(ann_min_rows=10**9, ann_kind="ivf_flat")
+    return collection
+
+
+async def recall_at_10(collection: Any, vectors: np.ndarray, nprobes: int, refine: int) -> float:
+    where = build_where([""], {})
+    hits = []
+    for vector in vectors:
+        exact = {h.row["id"] for h in await collection.search_vector(vector, where, 10, exact=True)}
+        approx = {
+            h.row["id"]
+            for h in await collection.search_vector(vector, where, 10, nprobes=nprobes, refine_factor=refine)
+        }
+        hits.append(len(exact & approx) / 10)
+    return float(np.mean(hits))
+
+
+async def main(args: argparse.Namespace) -> None:
+    data_dir = Path(args.data_dir)
+    corpus = load_jsonl(data_dir / "scifact" / "corpus.jsonl")[: args.docs]
+    queries = [q["text"] for q in load_jsonl(data_dir / "scifact" / "queries-train.jsonl")][: args.queries]
+    folder = write_corpus(corpus, CACHE / f"scifact-docs-{len(corpus)}")
+    work = CACHE / "index-speed"
+    shutil.rmtree(work, ignore_errors=True)
+    payload: dict[str, Any] = {
+        "python": platform.python_version(),
+        "lancedb": lancedb.__version__,
+        "docs": len(corpus),
+    }
+    config = settings(work)
+    async with DocumentIndex.open(config, collection="scifact") as index:
+        onnx = index.chain.embedders[0]
+        await onnx.embed(["warm-up"], kind="query")  # the session is open before either clock starts
+        started = time.perf_counter()
+        report = await index.index_paths([folder])
+        index_s = time.perf_counter() - started
+        collection = index.collection
+        assert collection is not None
+        rows = await collection.rows(columns=["context", "text"])
+        texts = [
+            f"{c}\n{t}" if c else t
+            for c, t in zip(rows["context"].to_pylist(), rows["text"].to_pylist(), strict=True)
+        ]
+        started = time.perf_counter()
+        await anyio.to_thread.run_sync(onnx.embed_sync, texts)
+        bare_s = time.perf_counter() - started
+        started = time.perf_counter()
+        again = await index.index_paths([folder])
+        reindex_s = time.perf_counter() - started
+        payload["indexing"] = {
+            "files": report.files_indexed,
+            "chunks": report.chunks,
+            "embedded": report.embedded,
+            "end_to_end_s": round(index_s, 2),
+            "chunks_per_s": round(report.chunks / index_s, 1),
+            "bare_onnx_s": round(bare_s, 2),
+            "ratio_end_to_end_vs_bare_onnx": round(index_s / bare_s, 3),
+            "reindex_unchanged_s": round(reindex_s, 3),
+            "reindex_embedded": again.embedded,
+            "targets": {
+                "overhead_le_15pct": index_s / bare_s <= 1.15,
+                "reindex_le_3s_0_embeddings": reindex_s <= 3 and again.embedded == 0,
+            },
+        }
+        print(
+            f"indexing {len(corpus):,} docs → {report.chunks:,} chunks: {index_s:.1f} s end to end "
+            f"({report.chunks / index_s:.1f} chunks/s); bare ONNX on the same chunks {bare_s:.1f} s; "
+            f"ratio {index_s / bare_s:.3f}x (target <= 1.15)"
+        )
+        print(f"re-index unchanged: {reindex_s:.2f} s, {again.embedded} embedded (target <= 3 s, 0)")
+        small: dict[str, Any] = {"chunks": report.chunks}
+        for mode in SearchMode:
+            small[mode.value] = await latencies(index, queries, mode)
+        payload["latency_small"] = small
+        print(f"\nquery latency at {report.chunks:,} chunks (exact search), {len(queries)} queries")
+        for mode in SearchMode:
+            print(
+                f"  {mode.value:<9} p50 {small[mode.value]['p50_ms']:>7.2f} ms   p95 {small[mode.value]['p95_ms']:>7.2f} ms"
+            )
+
+        if not args.skip_100k:
+            print(f"\nsynthesising {args.rows:,} chunks …", file=sys.stderr)
+            started = time.perf_counter()
+            big = await synthesise(index, collection, args.rows)
+            print(f"  written and FTS-indexed in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+            big_index = DocumentIndex(
+                index.store,
+                index.chain,
+                analyzer=index.analyzer,
+                settings=config.index,
+                collection="synthetic",
+            )
+            await big_index.__aenter__()
+            query_vectors = await index.chain.embed(queries, space=big.space, kind="query")
+            large: dict[str, Any] = {"chunks": await big.count(), "exact": {}}
+            for mode in SearchMode:
+                large["exact"][mode.value] = await latencies(big_index, queries, mode)
+            for kind in ANN_KINDS:
+                started = time.perf_counter()
+                await big.build_ann(kind, large["chunks"])
+                build_s = time.perf_counter() - started
+                entry: dict[str, Any] = {"build_s": round(build_s, 1)}
+                for mode in (SearchMode.SEMANTIC, SearchMode.HYBRID):
+                    entry[mode.value] = await latencies(big_index, queries, mode)
+                entry["recall@10_vs_exact"] = round(
+                    await recall_at_10(
+                        big, query_vectors, config.index.ann_nprobes, config.index.ann_refine_factor
+                    ),
+                    4,
+                )
+                large[kind] = entry
+                await big.table.drop_index(VECTOR_INDEX)
+            payload["latency_100k"] = large
+            print(
+                f"\nquery latency at {large['chunks']:,} chunks, {len(queries)} queries (query embedding included)"
+            )
+            print(
+                f"  {'index':<12} {'mode':<9} {'p50 ms':>8} {'p95 ms':>8} {'recall@10':>10} {'build s':>8} {'p95 vs exact':>13}"
+            )
+            for mode in SearchMode:
+                stats = large["exact"][mode.value]
+                print(
+                    f"  {'exact':<12} {mode.value:<9} {stats['p50_ms']:>8.2f} {stats['p95_ms']:>8.2f} {'1.0':>10} {'-':>8} {'1.00x':>13}"
+                )
+            for kind in ANN_KINDS:
+                entry = large[kind]
+                for mode in (SearchMode.SEMANTIC, SearchMode.HYBRID):
+                    stats = entry[mode.value]
+                    ratio = stats["p95_ms"] / large["exact"][mode.value]["p95_ms"]
+                    print(
+                        f"  {kind:<12} {mode.value:<9} {stats['p50_ms']:>8.2f} {stats['p95_ms']:>8.2f} "
+                        f"{entry['recall@10_vs_exact']:>10.4f} {entry['build_s']:>8.1f} {ratio:>12.2f}x"
+                    )
+            default = large[config.index.ann_index]
+            payload["targets_100k"] = {
+                "default_ann": config.index.ann_index,
+                "hybrid_p95_le_50ms": default["hybrid"]["p95_ms"] <= 50,
+                "recall_ge_0.95": default["recall@10_vs_exact"] >= 0.95,
+            }
+    payload["peak_rss_mb"] = round(peak_rss_mb(), 1)
+    print(f"\npeak RSS {payload['peak_rss_mb']:.0f} MB")
+    print(f"wrote {save('index_speed', payload)}")
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("data_dir", nargs="?", default=str(default_data_dir()))
+    parser.add_argument("--docs", type=int, default=5183, help="SciFact abstracts to index (all by default)")
+    parser.add_argument("--queries", type=int, default=200, help="queries for the latency runs")
+    parser.add_argument("--rows", type=int, default=100_000, help="chunks of the synthetic collection")
+    parser.add_argument("--skip-100k", action="store_true")
+    args = parser.parse_args()
+    if not Path(args.data_dir).is_dir():
+        raise SystemExit(f"{args.data_dir} does not exist; pass DATA_DIR (the shared data folder)")
+    return args
+
+
+if __name__ == "__main__":
+    anyio.run(main, parse_args())
