@@ -28,6 +28,7 @@ from typing import Any
 import anyio
 import numpy as np
 import numpy.typing as npt
+from anyio.streams.memory import MemoryObjectReceiveStream
 from simone.providers.documents._chunker import Chunk, Chunker, HFTokenCounter, TokenCounter
 from simone.providers.documents._loaders import (
     SkippedFile,
@@ -52,6 +53,12 @@ from simone.runtime import (
 
 INDEX_FOLDER = "index"
 """The LanceDB folder inside the data directory."""
+
+PREPARE_GROUP = 16
+"""Files read and chunked per worker-thread call."""
+
+PREPARE_AHEAD = 4
+"""Groups of prepared files that may wait for the embedder (bounds memory)."""
 
 TITLE_WEIGHT = 3
 """Title terms are repeated this many times in the terms column (BM25: titles count three times)."""
@@ -313,33 +320,34 @@ class DocumentIndex:
             roots = [_absolute(p) for p in paths]
             state = _RunState(embed=embed)
             seen: set[str] = set()
-            batch: list[_Prepared] = []
-            batch_chunks = 0
             self._notify(progress, report)
-            for group_start in range(0, len(sources), 16):
-                group = sources[group_start : group_start + 16]
-                prepared = await anyio.to_thread.run_sync(
-                    self._prepare_group, group, existing, project, limiter=self._limiter
-                )
-                for item in prepared:
-                    report.files_done += 1
-                    if item.skipped is not None:
-                        report.skipped.append(item.skipped)
-                        if not item.skipped.stale:
-                            seen.add(item.path)
-                        continue
-                    seen.add(item.path)
-                    if item.unchanged:
-                        report.files_unchanged += 1
-                        continue
-                    batch.append(item)
-                    batch_chunks += len(item.chunks or ())
-                if batch_chunks >= self.settings.write_batch_chunks:
-                    await self._write_batch(collection, project, batch, report, state)
-                    batch, batch_chunks = [], 0
-                self._notify(progress, report)
-            if batch:
-                await self._write_batch(collection, project, batch, report, state)
+            # Reading and chunking (a worker thread) run ahead of embedding and writing, so the
+            # model is never idle waiting for the next files.
+            send, receive = anyio.create_memory_object_stream[list[_Prepared]](PREPARE_AHEAD)
+
+            errors: list[Exception] = []
+
+            async def produce() -> None:
+                async with send:
+                    try:
+                        for start in range(0, len(sources), PREPARE_GROUP):
+                            group = sources[start : start + PREPARE_GROUP]
+                            prepared = await anyio.to_thread.run_sync(
+                                self._prepare_group, group, existing, project, limiter=self._limiter
+                            )
+                            await send.send(prepared)
+                    except Exception as exc:  # noqa: BLE001 - re-raised unwrapped after the task group
+                        errors.append(exc)
+
+            async with anyio.create_task_group() as group_runner:
+                group_runner.start_soon(produce)
+                try:
+                    await self._consume(receive, collection, project, report, state, seen, progress)
+                except Exception as exc:  # noqa: BLE001 - re-raised unwrapped after the task group
+                    errors.append(exc)
+                    group_runner.cancel_scope.cancel()
+            if errors:
+                raise errors[0]
             gone = sorted(
                 path for path in existing if path not in seen and any(_under(path, root) for root in roots)
             )
@@ -402,6 +410,41 @@ class DocumentIndex:
         return DocumentIndexProvider(self, name=name)
 
     # -- internals --------------------------------------------------------------------------------
+
+    async def _consume(
+        self,
+        receive: MemoryObjectReceiveStream[list[_Prepared]],
+        collection: Collection,
+        project: str,
+        report: IndexReport,
+        state: _RunState,
+        seen: set[str],
+        progress: ProgressCallback | None,
+    ) -> None:
+        """Embed and write prepared files batch by batch, in the order they were found."""
+        batch: list[_Prepared] = []
+        batch_chunks = 0
+        async with receive:
+            async for prepared in receive:
+                for item in prepared:
+                    report.files_done += 1
+                    if item.skipped is not None:
+                        report.skipped.append(item.skipped)
+                        if not item.skipped.stale:
+                            seen.add(item.path)
+                        continue
+                    seen.add(item.path)
+                    if item.unchanged:
+                        report.files_unchanged += 1
+                        continue
+                    batch.append(item)
+                    batch_chunks += len(item.chunks or ())
+                if batch_chunks >= self.settings.write_batch_chunks:
+                    await self._write_batch(collection, project, batch, report, state)
+                    batch, batch_chunks = [], 0
+                self._notify(progress, report)
+        if batch:
+            await self._write_batch(collection, project, batch, report, state)
 
     async def _discover(self, paths: Sequence[str | Path]) -> list[SourceFile | SkippedFile]:
         def run() -> list[SourceFile | SkippedFile]:
