@@ -209,16 +209,21 @@ class LoopbackWeb:
         published: str | None = None,
         content_type: str = "text/html; charset=utf-8",
         headers: dict[str, str] | None = None,
+        delay_s: float = 0.0,
     ) -> str:
         """Serve ``html`` at ``path`` on ``host`` and (unless ``searchable=False``) index it; returns its URL.
 
-        The web must be started (its port is part of every URL).
+        The web must be started (its port is part of every URL). ``delay_s`` simulates network latency.
         """
         host = host.lower()
         port = self.port
         if not path.startswith("/"):
             path = "/" + path
-        route = Route(body=html.encode("utf-8"), headers={"Content-Type": content_type, **(headers or {})})
+        route = Route(
+            body=html.encode("utf-8"),
+            headers={"Content-Type": content_type, **(headers or {})},
+            delay_s=delay_s,
+        )
         title, text = visible_text(html) if "html" in content_type else ("", html)
         with self._lock:
             self.hosts.add(host)

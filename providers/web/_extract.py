@@ -13,15 +13,18 @@ are kept.
 
 from __future__ import annotations
 
+import functools
 import re
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
+import anyio
 import lxml.html
 from lxml import etree
 from simone.providers.web._types import ExtractedPage
-from simone.runtime import strip_hidden
+from simone.runtime import Analyzer, BM25Index, default_analyzer, strip_hidden
 
 MAX_HTML_CHARS = 8_000_000
 """Pages beyond this are cut before parsing (the fetcher's byte cap normally stops them first)."""
@@ -172,6 +175,59 @@ def split_passages(
     return passages
 
 
+PASSAGE_MEMO_SIZE = 16_384
+"""Whole passages whose analysis is remembered (per analyzer, per process; about 20 MB at most)."""
+
+
+class MemoAnalyzer:
+    """The lexical analyzer with a bounded memo of whole texts.
+
+    Passages come back again and again: every iteration of a run re-ranks the pages it has, the critic
+    reads the same passages, and a warm research cache serves the same pages to later runs in the same
+    process. The analysis is deterministic, so remembering it changes no result, only the time.
+    """
+
+    def __init__(self, analyzer: Analyzer, maxsize: int = PASSAGE_MEMO_SIZE) -> None:
+        self.analyzer = analyzer
+        self._terms = functools.lru_cache(maxsize=maxsize)(lambda text: tuple(analyzer.terms(text)))
+        self._words = functools.lru_cache(maxsize=1024)(
+            lambda text: tuple((word, tuple(terms)) for word, terms in analyzer.word_terms(text))
+        )
+
+    def terms(self, text: str) -> list[str]:
+        """``analyzer.terms(text)``, remembered."""
+        return list(self._terms(text))
+
+    def word_terms(self, text: str) -> list[tuple[str, list[str]]]:
+        """``analyzer.word_terms(text)``, remembered (fresh lists each call)."""
+        return [(word, list(terms)) for word, terms in self._words(text)]
+
+    def cache_clear(self) -> None:
+        """Forget every remembered analysis."""
+        self._terms.cache_clear()
+        self._words.cache_clear()
+
+
+_MEMOS: weakref.WeakKeyDictionary[Analyzer, MemoAnalyzer] = weakref.WeakKeyDictionary()
+
+
+def memo_analyzer(analyzer: Analyzer | MemoAnalyzer | None = None) -> MemoAnalyzer:
+    """The process-wide memo of ``analyzer`` (the shared default analyzer when ``None``)."""
+    if isinstance(analyzer, MemoAnalyzer):
+        return analyzer
+    base = analyzer if analyzer is not None else default_analyzer()
+    memo = _MEMOS.get(base)
+    if memo is None:
+        memo = _MEMOS[base] = MemoAnalyzer(base)
+    return memo
+
+
+def clear_analysis_memos() -> None:
+    """Forget every remembered analysis (what a fresh process would start with)."""
+    for memo in list(_MEMOS.values()):
+        memo.cache_clear()
+
+
 @dataclass(frozen=True, slots=True)
 class Passage:
     """A passage selected for a question: where it came from, its text and its BM25 score."""
@@ -200,10 +256,7 @@ def select_passages(
     Passages that share no term with the question are never selected. Ties keep source order, then
     passage order.
     """
-    from simone.runtime import BM25Index, default_analyzer
-
-    active = analyzer if analyzer is not None else default_analyzer()
-    index = BM25Index(active)
+    index = BM25Index(cast(Analyzer, memo_analyzer(analyzer)))  # duck-typed: terms + word_terms
     keys: list[tuple[str, int, str]] = []
     for source, passages in documents:
         for position, text in enumerate(passages):
@@ -226,3 +279,28 @@ def select_passages(
         taken[source] = taken.get(source, 0) + 1
         selected.append(Passage(source=source, index=position, text=text, score=float(score)))
     return selected
+
+
+INLINE_SELECTION_CHARS = 100_000
+"""Below this much text, passage selection takes about a millisecond: cheaper inline than a thread hop."""
+
+_SELECTION_LIMITER: list[anyio.CapacityLimiter] = []
+
+
+async def rank_passages(
+    question: str,
+    documents: Sequence[tuple[str, Sequence[str]]],
+    *,
+    per_source: int = 3,
+    analyzer: Any = None,
+) -> list[Passage]:
+    """:func:`select_passages` without blocking the event loop: large inputs go to a worker thread."""
+    size = sum(len(text) for _, passages in documents for text in passages)
+    if size <= INLINE_SELECTION_CHARS:
+        return select_passages(question, documents, per_source=per_source, analyzer=analyzer)
+    if not _SELECTION_LIMITER:
+        _SELECTION_LIMITER.append(anyio.CapacityLimiter(2))
+    return await anyio.to_thread.run_sync(
+        lambda: select_passages(question, documents, per_source=per_source, analyzer=analyzer),
+        limiter=_SELECTION_LIMITER[0],
+    )

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import anyio
-from simone.providers.web._extract import select_passages, split_passages
+from simone.providers.web._extract import rank_passages, split_passages
 from simone.providers.web._searcher import PageOutcome, WebSearcher
 from simone.runtime import (
     AccessDenied,
@@ -191,9 +191,7 @@ class WebSearchProvider:
             page = pages.get(hit.url)
             text = page.page.text if page is not None and page.page is not None else ""
             documents.append((hit.url, split_passages(text) if text.strip() else [hit.snippet]))
-        selected = await anyio.to_thread.run_sync(
-            lambda: select_passages(request.query, documents, per_source=self.passages_per_source)
-        )
+        selected = await rank_passages(request.query, documents, per_source=self.passages_per_source)
         by_url: dict[str, list[str]] = {}
         best: dict[str, float] = {}
         for passage in selected:

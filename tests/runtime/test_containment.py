@@ -85,3 +85,19 @@ def test_cleaning_is_idempotent_and_never_adds(text: str) -> None:
     assert twice.text == once.text and twice.removed == 0
     assert len(once.text) + once.removed == len(text)
     contain_untrusted(text)  # never raises
+
+
+def test_the_compiled_table_matches_the_definition() -> None:
+    import sys
+    import unicodedata
+
+    from simone.runtime._containment import _HIDDEN, _is_hidden
+
+    same_unicode = unicodedata.unidata_version == "14.0.0"  # the table was generated with Unicode 14
+    for code in range(sys.maxunicode + 1):
+        char = chr(code)
+        if char in "\u200c\u200d":
+            continue
+        in_table = bool(_HIDDEN.fullmatch(char))
+        if in_table or same_unicode:
+            assert in_table == _is_hidden(char), hex(code)

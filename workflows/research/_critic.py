@@ -26,8 +26,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import cast
 
-from simone.runtime import Analyzer, default_analyzer
+from simone.providers.web import memo_analyzer
+from simone.runtime import Analyzer
 from simone.workflows.research._models import Confidence, CriticBreakdown
 
 CRITIC_VERSION = "web-critic/1"
@@ -230,7 +232,7 @@ def critique(
         recency_days: the question's explicit recency need.
         analyzer: the lexical analysis (the shared default when ``None``).
     """
-    active = analyzer or default_analyzer()
+    active = cast(Analyzer, memo_analyzer(analyzer))  # remembered analysis: same terms, less time
     words = active.word_terms(question)
     per_site: dict[str, set[str]] = {}
     for source in sources:

@@ -30,7 +30,7 @@ from simone.providers.web import (
     WebSearcher,
     WebStack,
     check_web_caller,
-    select_passages,
+    rank_passages,
     split_passages,
     web_evidence,
 )
@@ -225,17 +225,21 @@ class WebResearch:
                 if not state.sources and all(q.failed for q in state.queries):
                     stop = StopReason.ALL_BACKENDS_FAILED
                     break
-                assembly = await self._assemble(state, analyzer)
-                confidence = self._critique(state, assembly, analyzer)
                 fetch_allowance = math.ceil((budget.max_fetches - state.fetches_used) / iterations_left)
-                if (
-                    request.fetch is not FetchMode.NEVER
-                    and fetch_allowance > 0
-                    and not (request.fetch is FetchMode.AUTO and confidence.satisfied)
-                ):
-                    if await self._fetch(state, fetch_allowance, context):
-                        assembly = await self._assemble(state, analyzer)
-                        confidence = self._critique(state, assembly, analyzer)
+                up_to_date = False
+                if request.fetch is FetchMode.AUTO and fetch_allowance > 0:
+                    # auto: fetch only while the snippets alone do not satisfy the critic
+                    assembly = await self._assemble(state, analyzer)
+                    confidence = self._critique(state, assembly, analyzer)
+                    up_to_date = True
+                    wants_fetch = not confidence.satisfied
+                else:
+                    wants_fetch = request.fetch is FetchMode.ALWAYS and fetch_allowance > 0
+                if wants_fetch and await self._fetch(state, fetch_allowance, context):
+                    up_to_date = False
+                if not up_to_date:
+                    assembly = await self._assemble(state, analyzer)
+                    confidence = self._critique(state, assembly, analyzer)
                 if confidence.satisfied:
                     stop = StopReason.SATISFIED
                     break
@@ -401,9 +405,7 @@ class WebResearch:
                 documents.append((source.key, [source.snippet]))
         per_source = self.settings.passages_per_source
         question = state.request.question
-        selected = await anyio.to_thread.run_sync(
-            lambda: select_passages(question, documents, per_source=per_source, analyzer=analyzer)
-        )
+        selected = await rank_passages(question, documents, per_source=per_source, analyzer=analyzer)
         texts: dict[str, list[str]] = {}
         scores: dict[str, float] = {}
         for passage in selected:
