@@ -8,14 +8,28 @@ from simone.providers.embeddings import (
     OpenAIEmbedder as OpenAIEmbedder,
     build_chain as build_chain,
 )
+from simone.providers.memory import (
+    MEMORY_TOOLS as MEMORY_TOOLS,
+    MemoryProvider as MemoryProvider,
+    MemoryStore as MemoryStore,
+    SessionMemoryProvider as SessionMemoryProvider,
+    SessionStore as SessionStore,
+    SQLiteMemoryStore as SQLiteMemoryStore,
+)
 
 __all__ = (
+    "MEMORY_TOOLS",
     "EmbeddingCache",
     "FolderProvider",
+    "MemoryProvider",
+    "MemoryStore",
     "OllamaEmbedder",
     "OnnxMiniLMEmbedder",
     "OpenAIEmbedder",
+    "SQLiteMemoryStore",
     "Section",
+    "SessionMemoryProvider",
+    "SessionStore",
     "Skipped",
     "build_chain",
 )

@@ -7,6 +7,7 @@ carries is present in the context with the same value; a global record is seen b
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Mapping, Sequence
 
@@ -90,3 +91,17 @@ def scope_sql(context: TrustedContext, alias: str) -> tuple[str, list[str]]:
         else:
             parts.append(f"{alias}.{column} IS NULL")
     return " AND ".join(parts), params
+
+
+def visible_signatures(context: TrustedContext) -> list[str]:
+    """The signature of every scope a record may carry and still be visible to ``context``.
+
+    Those are the subsets of the context's own keys and values (the empty one is global): at most
+    2^6 = 64.
+    """
+    items = list(context.scope().items())
+    return [
+        scope_signature(dict(subset))
+        for size in range(len(items) + 1)
+        for subset in itertools.combinations(items, size)
+    ]

@@ -60,6 +60,7 @@ from simone.providers.memory._scope import (
     scope_signature,
     scope_sql,
     scope_values,
+    visible_signatures,
     write_scope,
 )
 from simone.providers.memory._terms import (
@@ -68,6 +69,7 @@ from simone.providers.memory._terms import (
     default_term_analyzer,
     fts_document,
     fts_query,
+    scope_token,
 )
 from simone.runtime import (
     Analyzer,
@@ -90,15 +92,12 @@ _SUMMARY = "summary"
 _OPEN_ITEM = {ItemStatus.PENDING.value, ItemStatus.IN_PROGRESS.value, ItemStatus.BLOCKED.value}
 
 _RECORD_COLUMNS: tuple[str, ...] = (
+    # small columns first: filters and sorting read them without touching the text's overflow pages
     "id",
     "kind",
     *SCOPE_COLUMNS,
     "scope_sig",
-    "title",
-    "body",
-    "tags",
     "status",
-    "data",
     "valid_from_us",
     "valid_until_us",
     "created_us",
@@ -106,6 +105,10 @@ _RECORD_COLUMNS: tuple[str, ...] = (
     "completed_us",
     "deleted_us",
     "revision",
+    "tags",
+    "title",
+    "data",
+    "body",
 )
 _SELECT_RECORD = ", ".join(f"r.{column}" for column in ("rowid", *_RECORD_COLUMNS))
 _TURN_COLUMNS = ("id", *SCOPE_COLUMNS, "scope_sig", "role", "seq", "through_seq", "content", "created_us")
@@ -330,6 +333,10 @@ class SQLiteMemoryStore:
         title, body = index_text(record)
         return self._terms(title), self._terms(body)
 
+    @staticmethod
+    def _scope_tokens(context: TrustedContext) -> list[str]:
+        return [scope_token(signature) for signature in visible_signatures(context)]
+
     def _check_body(self, text: str, what: str) -> None:
         limit = self._settings.max_body_chars
         if len(text) > limit:
@@ -374,32 +381,33 @@ class SQLiteMemoryStore:
         if not record.items:
             data.pop("items", None)
         fact = record.fact
-        return (
-            record.id,
-            record.kind.value,
-            *scope_values(record.scope),
-            scope_signature(record.scope),
-            record.title,
-            record.body,
-            _json(list(record.tags)),
-            record.status,
-            _json(data),
-            _us(fact.valid_from) if fact else None,
-            _us(fact.valid_until) if fact else None,
-            _us(record.created_at),
-            _us(record.updated_at),
-            _us(record.completed_at),
-            _us(record.deleted_at),
-            record.revision,
-        )
+        values: dict[str, Any] = {
+            "id": record.id,
+            "kind": record.kind.value,
+            **dict(zip(SCOPE_COLUMNS, scope_values(record.scope), strict=True)),
+            "scope_sig": scope_signature(record.scope),
+            "status": record.status,
+            "valid_from_us": _us(fact.valid_from) if fact else None,
+            "valid_until_us": _us(fact.valid_until) if fact else None,
+            "created_us": _us(record.created_at),
+            "updated_us": _us(record.updated_at),
+            "completed_us": _us(record.completed_at),
+            "deleted_us": _us(record.deleted_at),
+            "revision": record.revision,
+            "tags": _json(list(record.tags)),
+            "title": record.title,
+            "data": _json(data),
+            "body": record.body,
+        }
+        return tuple(values[column] for column in _RECORD_COLUMNS)
 
     def _insert(self, db: sqlite3.Connection, record: MemoryRecord) -> None:
         title, body = self._fts(record)
-        columns = (*_RECORD_COLUMNS, "fts_title", "fts_body")
+        columns = (*_RECORD_COLUMNS, "fts_title", "fts_body", "fts_scope")
         marks = ", ".join("?" for _ in columns)
         db.execute(
             f"INSERT INTO records ({', '.join(columns)}) VALUES ({marks})",
-            (*self._values(record), title, body),
+            (*self._values(record), title, body, scope_token(scope_signature(record.scope))),
         )
 
     def _save(self, db: sqlite3.Connection, rowid: int, old: MemoryRecord, new: MemoryRecord) -> None:
@@ -915,7 +923,9 @@ class SQLiteMemoryStore:
 
     def _search_sync(self, context: TrustedContext, query: SearchQuery) -> list[SearchHit]:
         assert self._analyzer is not None
-        match = fts_query(self._analyzer.terms(query.text))
+        match = fts_query(
+            self._analyzer.terms(query.text), "{fts_title fts_body}", "fts_scope", self._scope_tokens(context)
+        )
         if match is None:
             return []
         condition, params = self._filters(
@@ -927,11 +937,13 @@ class SQLiteMemoryStore:
             include_inactive_facts=query.include_inactive_facts,
             now=self._now(),
         )
+        # rank and filter on small columns first; read whole rows only for the winners
         rows = self._read().execute(
-            f"SELECT {_SELECT_RECORD}, bm25(records_fts, 3.0, 1.0) AS rank "
+            f"SELECT {_SELECT_RECORD}, w.rank FROM ("
+            "SELECT r.rowid AS rid, bm25(records_fts, 3.0, 1.0, 0.0) AS rank, r.updated_us AS u, r.id AS i "
             "FROM records_fts JOIN records r ON r.rowid = records_fts.rowid "
-            f"WHERE records_fts MATCH ? AND {condition} "
-            "ORDER BY rank, r.updated_us DESC, r.id LIMIT ?",
+            f"WHERE records_fts MATCH ? AND {condition} ORDER BY rank, u DESC, i LIMIT ?"
+            ") w JOIN records r ON r.rowid = w.rid ORDER BY w.rank, w.u DESC, w.i",
             (match, *params, query.limit),
         )
         return [SearchHit(record=self._record(row), score=-float(row["rank"])) for row in rows.fetchall()]
@@ -977,7 +989,7 @@ class SQLiteMemoryStore:
         content: str,
         created: datetime,
     ) -> None:
-        columns = (*_TURN_COLUMNS, "fts_body")
+        columns = (*_TURN_COLUMNS, "fts_body", "fts_scope")
         db.execute(
             f"INSERT INTO turns ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})",
             (
@@ -990,6 +1002,7 @@ class SQLiteMemoryStore:
                 content,
                 _us(created),
                 self._terms(content),
+                scope_token(scope_signature(scope)),
             ),
         )
 
@@ -1125,11 +1138,11 @@ class SQLiteMemoryStore:
     def _search_session_sync(self, context: TrustedContext, text: str, limit: int) -> list[SessionHit]:
         assert self._analyzer is not None
         condition, params = self._session_condition(context)
-        match = fts_query(self._analyzer.terms(text))
+        match = fts_query(self._analyzer.terms(text), "fts_body", "fts_scope", self._scope_tokens(context))
         if match is None:
             return []
         rows = self._read().execute(
-            f"SELECT {_SELECT_TURN}, bm25(turns_fts) AS rank FROM turns_fts "
+            f"SELECT {_SELECT_TURN}, bm25(turns_fts, 1.0, 0.0) AS rank FROM turns_fts "
             "JOIN turns t ON t.rowid = turns_fts.rowid "
             f"WHERE turns_fts MATCH ? AND {condition} ORDER BY rank, t.created_us DESC, t.id LIMIT ?",
             (match, *params, limit),

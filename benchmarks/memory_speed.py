@@ -1,0 +1,297 @@
+"""Memory speed: insert throughput, and query p50/p95 in one scope among 10 scopes at 1k, 10k, 100k records.
+
+Usage: python benchmarks/memory_speed.py [DATA_DIR] [--sizes 1000,10000,100000] [--queries 200]
+       [--per-op 2000] [--out benchmarks/results/memory_speed.json]
+
+Records are built from BEIR SciFact (DATA_DIR/scifact/corpus.jsonl, default ../shared/data): each record
+takes a document title and three consecutive abstract sentences, so records are distinct real text.
+They are spread round-robin over 10 scopes (actors a0…a9); queries are SciFact claims, asked in scope a0
+through the real async store (thread hop included), limit 10.
+
+Insert throughput is measured two ways: ``create`` one record per transaction (the tools' path, up to
+``--per-op`` records), and ``import_`` (one transaction for the rest). The peer, measured in the same run
+on the same scope's records with the same analysed terms (title repeated 3 times), is bm25s (an in-memory
+numpy BM25 index of that one scope): ratio = ours / peer. Overlap@10 says how far the two BM25 rankings
+agree. The target (issue 5) is a p95 of at most 20 ms at 100k records. Next to wall-clock latency the
+table shows CPU time per query (process time: the query thread plus the event loop), which is what the
+latency would be on an idle core; the machine's load average is recorded with the results.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import re
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import anyio
+from simone.providers.memory import (
+    MemoryExport,
+    MemoryRecord,
+    NoteCreate,
+    RecordKind,
+    SearchQuery,
+    SQLiteMemoryStore,
+)
+from simone.runtime import Caller, TrustedContext, default_analyzer
+
+SCOPES = 10
+TARGET_P95_MS = 20.0
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def load(data_dir: Path) -> tuple[list[tuple[str, str]], list[str]]:
+    corpus = data_dir / "scifact" / "corpus.jsonl"
+    queries = data_dir / "scifact" / "queries-train.jsonl"
+    if not corpus.is_file():
+        sys.exit(f"missing {corpus}; pass the data folder (default ../shared/data)")
+    titles: list[str] = []
+    sentences: list[str] = []
+    for line in corpus.read_text(encoding="utf-8").splitlines():
+        doc = json.loads(line)
+        titles.append(doc["title"])
+        sentences.extend(s for s in _SENTENCE.split(doc["text"]) if len(s) > 20)
+    records = []
+    for index in range(max(len(sentences), 1)):
+        body = " ".join(sentences[(index + k) % len(sentences)] for k in range(3))
+        records.append((titles[index % len(titles)], body))
+    claims = [json.loads(line)["text"] for line in queries.read_text(encoding="utf-8").splitlines()]
+    return records, claims
+
+
+def text_for(records: list[tuple[str, str]], index: int) -> tuple[str, str]:
+    title, body = records[index % len(records)]
+    if index >= len(records):  # past the pool: shift the window so every record stays distinct text
+        title, body = records[(index * 7 + index // len(records)) % len(records)]
+        body = f"{body} ({index // len(records)})"
+    return title, body
+
+
+def scope_of(index: int) -> TrustedContext:
+    return TrustedContext(actor=f"a{index % SCOPES}", project="bench")
+
+
+class IndexIds:
+    """Record ids ``rec-<index>`` so results map back to the corpus index (the peer's ids)."""
+
+    def __init__(self) -> None:
+        self.index = 0
+
+    def __call__(self, kind: str) -> str:
+        return f"rec-{self.index:08d}"
+
+
+async def grow(
+    store: SQLiteMemoryStore,
+    ids: IndexIds,
+    records: list[tuple[str, str]],
+    start: int,
+    stop: int,
+    per_op_left: int,
+) -> dict[str, Any]:
+    """Insert records [start, stop): the first ``per_op_left`` one transaction each, the rest by import."""
+    per_op = min(per_op_left, stop - start)
+    began = time.perf_counter()
+    for index in range(start, start + per_op):
+        title, body = text_for(records, index)
+        ids.index = index
+        await store.create(scope_of(index), NoteCreate(title=title, body=body))
+    per_op_s = time.perf_counter() - began
+    bulk = stop - start - per_op
+    bulk_s = 0.0
+    if bulk:
+        base = datetime(2026, 1, 1, tzinfo=UTC)
+        batch = []
+        for index in range(start + per_op, stop):
+            title, body = text_for(records, index)
+            moment = base + timedelta(microseconds=index)
+            batch.append(
+                MemoryRecord(
+                    id=f"rec-{index:08d}",
+                    kind=RecordKind.NOTE,
+                    scope=scope_of(index).scope(),
+                    title=title,
+                    body=body,
+                    status="active",
+                    created_at=moment,
+                    updated_at=moment,
+                )
+            )
+        document = MemoryExport(exported_at=base, records=batch)
+        began = time.perf_counter()
+        await store.import_(TrustedContext(actor="bench", caller=Caller.SYSTEM), document)
+        bulk_s = time.perf_counter() - began
+    return {"per_op": per_op, "per_op_s": per_op_s, "bulk": bulk, "bulk_s": bulk_s}
+
+
+def peer_index(records: list[tuple[str, str]], size: int) -> tuple[Any, list[int]]:
+    import bm25s
+
+    analyzer = default_analyzer()
+    members = [index for index in range(size) if index % SCOPES == 0]
+    tokens = []
+    for index in members:
+        title, body = text_for(records, index)
+        title_terms = analyzer.terms(title)
+        tokens.append(title_terms * 3 + analyzer.terms(body))
+    model = bm25s.BM25(k1=1.2, b=0.75)
+    model.index(tokens, show_progress=False)
+    return model, members
+
+
+async def measure(
+    store: SQLiteMemoryStore, claims: list[str], records: list[tuple[str, str]], size: int
+) -> dict[str, Any]:
+    context = scope_of(0)
+    analyzer = default_analyzer()
+    ours: list[float] = []
+    ours_ids: list[list[int]] = []
+    cpu: list[float] = []
+    for claim in claims:
+        began, began_cpu = time.perf_counter(), time.process_time()
+        hits = await store.search_records(context, SearchQuery(text=claim, limit=10))
+        ours.append((time.perf_counter() - began) * 1000)
+        cpu.append((time.process_time() - began_cpu) * 1000)
+        ours_ids.append([int(hit.record.id.split("-")[1]) for hit in hits])
+    model, members = peer_index(records, size)
+    peer: list[float] = []
+    overlap: list[float] = []
+    for claim, mine in zip(claims, ours_ids, strict=True):
+        began = time.perf_counter()
+        terms = analyzer.terms(claim)
+        if terms:
+            found, scores = model.retrieve([terms], k=min(10, len(members)), show_progress=False, n_threads=1)
+            theirs = [members[int(d)] for d, s in zip(found[0], scores[0], strict=True) if s > 0]
+        else:
+            theirs = []
+        peer.append((time.perf_counter() - began) * 1000)
+        if theirs:
+            overlap.append(len(set(mine) & set(theirs)) / max(len(theirs), 1))
+    return {
+        "records": size,
+        "in_scope": len(members),
+        "queries": len(claims),
+        "p50_ms": percentile(ours, 0.5),
+        "p95_ms": percentile(ours, 0.95),
+        "p99_ms": percentile(ours, 0.99),
+        "cpu_p50_ms": percentile(cpu, 0.5),
+        "cpu_p95_ms": percentile(cpu, 0.95),
+        "peer_p50_ms": percentile(peer, 0.5),
+        "peer_p95_ms": percentile(peer, 0.95),
+        "ratio_p95": percentile(ours, 0.95) / max(percentile(peer, 0.95), 1e-9),
+        "overlap_at_10": sum(overlap) / len(overlap) if overlap else None,
+    }
+
+
+async def bench(
+    folder: Path, records: list[tuple[str, str]], claims: list[str], sizes: list[int], per_op: int
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    rows: list[dict[str, Any]] = []
+    inserts: list[dict[str, Any]] = []
+    ids = IndexIds()
+    store = SQLiteMemoryStore(folder / "memory.sqlite3", ids=ids, analyzer=default_analyzer())
+    async with store:
+        done = 0
+        per_op_left = per_op
+        for size in sizes:
+            step = await grow(store, ids, records, done, size, per_op_left)
+            per_op_left -= step["per_op"]
+            done = size
+            inserts.append({"to": size, **step})
+            row = await measure(store, claims, records, size)
+            rows.append(row)
+            print(
+                f"{size:>7} records: p50 {row['p50_ms']:6.2f} ms  p95 {row['p95_ms']:6.2f} ms  "
+                f"(cpu p50 {row['cpu_p50_ms']:6.2f} p95 {row['cpu_p95_ms']:6.2f})  "
+                f"| bm25s p95 {row['peer_p95_ms']:6.2f} ms  ratio {row['ratio_p95']:5.2f}  "
+                f"overlap@10 {row['overlap_at_10'] or 0:.2f}",
+                flush=True,
+            )
+    return rows, inserts
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    here = Path(__file__).resolve().parent
+    parser.add_argument("data_dir", nargs="?", default=str(here.parent.parent / "shared" / "data"))
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--per-op", type=int, default=2000, help="records inserted one transaction each")
+    parser.add_argument("--out", default=str(here / "results" / "memory_speed.json"))
+    args = parser.parse_args()
+    sizes = sorted(int(s) for s in args.sizes.split(","))
+    records, claims = load(Path(args.data_dir))
+    claims = random.Random(5).sample(claims, min(args.queries, len(claims)))
+    with tempfile.TemporaryDirectory() as name:
+        folder = Path(name)
+        rows, inserts = anyio.run(bench, folder, records, claims, sizes, args.per_op)
+        db_bytes = (folder / "memory.sqlite3").stat().st_size
+    per_op_n = sum(step["per_op"] for step in inserts)
+    per_op_s = sum(step["per_op_s"] for step in inserts)
+    bulk_n = sum(step["bulk"] for step in inserts)
+    bulk_s = sum(step["bulk_s"] for step in inserts)
+    throughput = {
+        "create_records": per_op_n,
+        "create_per_s": per_op_n / per_op_s if per_op_s else None,
+        "import_records": bulk_n,
+        "import_per_s": bulk_n / bulk_s if bulk_s else None,
+    }
+    load_average = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    print()
+    print(
+        f"{'records':>8} {'in scope':>8} {'p50 ms':>8} {'p95 ms':>8} {'cpu p95':>8} {'bm25s p95':>10} "
+        f"{'ratio':>6} {'overlap':>8}"
+    )
+    for row in rows:
+        print(
+            f"{row['records']:>8} {row['in_scope']:>8} {row['p50_ms']:>8.2f} {row['p95_ms']:>8.2f} "
+            f"{row['cpu_p95_ms']:>8.2f} {row['peer_p95_ms']:>10.2f} {row['ratio_p95']:>6.2f} "
+            f"{row['overlap_at_10'] or 0:>8.2f}"
+        )
+    print()
+    if throughput["create_per_s"]:
+        print(f"insert, one transaction per record (create): {throughput['create_per_s']:,.0f} records/s")
+    if throughput["import_per_s"]:
+        print(f"insert, bulk import (one transaction):       {throughput['import_per_s']:,.0f} records/s")
+    largest = rows[-1]
+    met = largest["records"] >= 100_000 and largest["p95_ms"] <= TARGET_P95_MS
+    print(f"database file at {largest['records']:,} records: {db_bytes / 1e6:.1f} MB")
+    print(f"machine load average during the run: {load_average}")
+    verdict = (
+        "met" if met else ("NOT met" if largest["records"] >= 100_000 else "not measured (no 100k size)")
+    )
+    print(f"target p95 <= {TARGET_P95_MS} ms at 100k (wall clock): {verdict}")
+    result = {
+        "machine": {
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+            "load_average": load_average,
+        },
+        "scopes": SCOPES,
+        "rows": rows,
+        "insert": throughput,
+        "database_bytes": db_bytes,
+        "target_p95_ms": TARGET_P95_MS,
+        "target_met": met,
+    }
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
