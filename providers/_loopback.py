@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -105,10 +106,13 @@ class LoopbackWeb:
 
     Args:
         results_per_page: how many results one search answers at most (SearXNG pages hold about 20).
+        tls: a server-side TLS context; every URL is then ``https`` (tests of certificate checks).
     """
 
-    def __init__(self, *, results_per_page: int = 20) -> None:
+    def __init__(self, *, results_per_page: int = 20, tls: ssl.SSLContext | None = None) -> None:
         self.results_per_page = results_per_page
+        self.tls = tls
+        self.scheme = "https" if tls is not None else "http"
         self._lock = threading.Lock()
         self._routes: dict[tuple[str, str], Route] = {}
         self._pages: dict[str, LoopbackPage] = {}
@@ -129,6 +133,8 @@ class LoopbackWeb:
             return self
         handler = type("Handler", (_Handler,), {"owner": self})
         server = ThreadingHTTPServer((LOOPBACK_ADDRESS, 0), handler)
+        if self.tls is not None:
+            server.socket = self.tls.wrap_socket(server.socket, server_side=True)
         server.daemon_threads = True
         server.block_on_close = False
         self._server = server
@@ -170,13 +176,13 @@ class LoopbackWeb:
     @property
     def search_url(self) -> str:
         """The base URL to give a SearXNG backend (``…/search`` is appended by the backend)."""
-        return f"http://{LOOPBACK_ADDRESS}:{self.port}"
+        return f"{self.scheme}://{LOOPBACK_ADDRESS}:{self.port}"
 
     def url(self, path: str, host: str = LOOPBACK_ADDRESS) -> str:
         """The URL of ``path`` on ``host`` (a virtual host name or 127.0.0.1)."""
         if not path.startswith("/"):
             path = "/" + path
-        return f"http://{host}:{self.port}{path}"
+        return f"{self.scheme}://{host}:{self.port}{path}"
 
     def resolver(self, extra: dict[str, Sequence[str]] | None = None) -> Callable[[str, int], Any]:
         """A resolver for :class:`~simone.providers.web.SafeFetcher`: virtual hosts → 127.0.0.1.
@@ -231,7 +237,7 @@ class LoopbackWeb:
             if searchable:
                 key = f"{host}{path}"
                 self._pages[key] = LoopbackPage(
-                    url=f"http://{host}:{port}{path}",
+                    url=f"{self.scheme}://{host}:{port}{path}",
                     host=host,
                     path=path,
                     title=title,

@@ -414,7 +414,12 @@ class SafeFetcher:
                     if self.policy.respect_robots:
                         await self._check_robots(client, target)
                     page = await self._follow(
-                        client, url, target, self.policy.max_bytes, self.policy.allowed_content_types
+                        client,
+                        url,
+                        target,
+                        self.policy.max_bytes,
+                        self.policy.allowed_content_types,
+                        robots=self.policy.respect_robots,
                     )
             except TimeoutError as exc:
                 raise FetchError(
@@ -488,9 +493,11 @@ class SafeFetcher:
                 "timeout", f"{target.host} timed out ({type(exc).__name__})", url=str(target)
             ) from exc
         except httpx.HTTPError as exc:
-            raise FetchError(
-                "unreachable", f"cannot reach {target.host}: {type(exc).__name__}", url=str(target)
-            ) from exc
+            cause: BaseException | None = exc
+            while cause is not None and not isinstance(cause, ssl.SSLCertVerificationError):
+                cause = cause.__cause__ or cause.__context__
+            why = f"its TLS certificate was refused ({cause.verify_message})" if cause else type(exc).__name__
+            raise FetchError("unreachable", f"cannot reach {target.host}: {why}", url=str(target)) from exc
 
     async def _follow(
         self,
@@ -499,6 +506,8 @@ class SafeFetcher:
         target: httpx.URL,
         max_bytes: int,
         allowed_types: Sequence[str] | None,
+        *,
+        robots: bool = False,
     ) -> FetchedPage:
         hops: list[str] = []
         current = target
@@ -513,6 +522,8 @@ class SafeFetcher:
                         )
                     current = check_url(urljoin(str(current), location))
                     hops.append(str(current))
+                    if robots:  # a redirect to another site is subject to that site's robots.txt
+                        await self._check_robots(client, current)
                     continue
                 if response.status_code >= 400:
                     raise FetchError(

@@ -5,11 +5,14 @@ import ipaddress
 import time
 import zlib
 from collections.abc import Iterator
+from pathlib import Path
 
 import anyio
+import httpx
 import pytest
 from simone.providers.testing import LoopbackWeb, Route
 from simone.providers.web import FetchError, FetchPolicy, SafeFetcher, address_problem, check_url, decode_body
+from simone.providers.web._fetcher import parse_networks
 
 pytestmark = pytest.mark.anyio
 
@@ -184,6 +187,9 @@ async def test_robots_txt_is_respected(web: LoopbackWeb, policy: FetchPolicy) ->
     web.add_page("/a", "<p>a</p>", host="flaky.test")
     error = await refused(web, policy, web.url("/a", host="flaky.test"))
     assert error.reason == "robots" and "could not be read" in error.message
+    hop = web.add_redirect("/to-private", web.url("/private/page", host="robots.test"), host="lakes.test")
+    error = await refused(web, policy, hop)
+    assert error.reason == "robots", "the redirect target's robots.txt counts too"
     relaxed = FetchPolicy(allowed_networks=policy.allowed_networks, respect_robots=False)
     assert (await fetch(web, relaxed, web.url("/private/page", host="robots.test"))).status_code == 200
 
@@ -284,3 +290,57 @@ def test_decode_body_falls_back_in_order() -> None:
     assert "été" in text and codec == "iso8859-1" and note is None
     text, codec, note = decode_body("été".encode(), "bogus")
     assert text == "été" and "unknown" in (note or "")
+
+
+def _self_signed(hostname: str) -> tuple[bytes, bytes]:
+    crypto = pytest.importorskip("cryptography")
+    del crypto
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hostname)])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(hostname)]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    return cert.public_bytes(serialization.Encoding.PEM), key_pem
+
+
+async def test_https_keeps_verifying_the_name_while_the_address_is_pinned(tmp_path: Path) -> None:
+    import ssl
+
+    cert_pem, key_pem = _self_signed("secure.test")
+    (tmp_path / "cert.pem").write_bytes(cert_pem)
+    (tmp_path / "key.pem").write_bytes(key_pem)
+    server_side = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_side.load_cert_chain(tmp_path / "cert.pem", tmp_path / "key.pem")
+    client_side = ssl.create_default_context(cadata=cert_pem.decode())
+    policy = FetchPolicy(allowed_networks=parse_networks(["127.0.0.1/32"]), respect_robots=False)
+    with LoopbackWeb(tls=server_side) as secure:
+        good = secure.add_page("/page", "<html><body><p>over TLS</p></body></html>", host="secure.test")
+        wrong = secure.add_page("/page", "<html><body><p>wrong name</p></body></html>", host="impostor.test")
+        async with httpx.AsyncClient(verify=client_side) as client:
+            fetcher = SafeFetcher(policy, client=client, resolver=secure.resolver())
+            async with fetcher:
+                page = await fetcher.fetch(good)
+                assert good.startswith("https://") and "over TLS" in page.text
+                with pytest.raises(FetchError) as info:
+                    await fetcher.fetch(wrong)  # same address, but the certificate is not for this name
+                assert info.value.reason == "unreachable" and "certificate" in info.value.message
