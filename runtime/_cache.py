@@ -9,7 +9,9 @@
   serves an expired entry when there is one, and says so (``stale``).
 * **Honesty.** Failures are never stored; partial results (``complete=False``) stay in the run-local
   layer only, so they are never served later as complete. Expired entries are evicted once they are
-  older than their TTL plus the stale window (``stale_keep_s``) that ``cached`` may still use.
+  older than their TTL plus the stale window (``stale_keep_s``) that ``cached`` may still use: when an
+  ``auto`` lookup meets one, by :meth:`ResearchCache.evict_expired`, and by a sweep when the cache is
+  opened (at most hourly, since a sweep reads every entry).
 * **Time** comes from an injectable clock so tests can expire entries without sleeping.
 
 The persistent layer is blocking SQLite, so it runs in worker threads under a capacity limiter.
@@ -41,6 +43,12 @@ DEFAULT_STALE_KEEP_S = 7 * 24 * 3600.0
 """How long past its TTL an entry is kept for ``cached`` freshness before it is evicted."""
 
 _KEY_SEPARATOR = "\x1f"
+
+_SWEEP_KEY = "\x1fmeta\x1flast-sweep"
+"""When the persistent layer was last swept for expired entries (clock seconds, as text)."""
+
+SWEEP_INTERVAL_S = 3600.0
+"""Opening the cache sweeps it for expired entries at most this often."""
 
 
 class Freshness(StrEnum):
@@ -205,7 +213,7 @@ class ResearchCache:
                     f"cannot open the research cache in {directory}: {exc}; check the data directory"
                 ) from exc
         self._opened = True
-        await self.evict_expired()
+        await self._maybe_sweep()
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
@@ -248,6 +256,24 @@ class ResearchCache:
         disk = self._disk
         await anyio.to_thread.run_sync(lambda: disk.delete(key), limiter=self._limiter)
 
+    async def _maybe_sweep(self) -> None:
+        """Sweep at start-up, at most once per ``SWEEP_INTERVAL_S`` (a sweep reads every entry)."""
+        now = self.clock()
+        last = await self._get_raw(_SWEEP_KEY)
+        try:
+            due = last is None or now - float(last) >= SWEEP_INTERVAL_S or now < float(last)
+        except ValueError:
+            due = True
+        if due:
+            await self.evict_expired()
+
+    async def _get_raw(self, key: str) -> str | None:
+        if self._disk is None:
+            return self._memory.get(key)
+        disk = self._disk
+        value = await anyio.to_thread.run_sync(lambda: disk.get(key), limiter=self._limiter)
+        return value if isinstance(value, str) else None
+
     async def evict_expired(self) -> int:
         """Delete every entry older than its TTL plus the stale window; returns how many went."""
         now = self.clock()
@@ -256,6 +282,8 @@ class ResearchCache:
         def _evict(items: dict[str, str] | Any) -> int:
             doomed = []
             for key in list(items.keys() if isinstance(items, dict) else items.iterkeys()):
+                if key == _SWEEP_KEY:
+                    continue
                 text = items.get(key)
                 entry = CacheEntry.from_json(text) if isinstance(text, str) else None
                 if entry is None or now >= entry.expires_at + limit:
@@ -265,6 +293,10 @@ class ResearchCache:
                     items.pop(key, None)
                 else:
                     items.delete(key)
+            if isinstance(items, dict):
+                items[_SWEEP_KEY] = repr(now)
+            else:
+                items.set(_SWEEP_KEY, repr(now))
             return len(doomed)
 
         if self._disk is None:

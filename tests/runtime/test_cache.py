@@ -217,3 +217,22 @@ def test_keys_normalise_urls_and_queries() -> None:
     assert search_cache_key("searxng", "a  b", 5) == search_cache_key("searxng", "a b", 5)
     assert search_cache_key("searxng", "a b", 5) != search_cache_key("brave", "a b", 5)
     assert search_cache_key("searxng", "a b", 5) != search_cache_key("searxng", "a b", 8)
+
+
+def test_opening_sweeps_at_most_once_per_interval(tmp_path: Path) -> None:
+    from simone.runtime._cache import SWEEP_INTERVAL_S
+
+    clock = FakeClock()
+
+    async def main() -> tuple[CacheStatus, CacheStatus]:
+        async with ResearchCache(tmp_path, clock=clock, stale_keep_s=0) as cache:
+            await cache.session().put("page", "a", "A", ttl_s=10)
+        clock.advance(20)  # expired, but the last sweep was just now: opening does not sweep
+        async with ResearchCache(tmp_path, clock=clock, stale_keep_s=0) as cache:
+            kept = (await cache.session().get("page", "a", Freshness.CACHED)).status
+        clock.advance(SWEEP_INTERVAL_S)
+        async with ResearchCache(tmp_path, clock=clock, stale_keep_s=0) as cache:
+            swept = (await cache.session().get("page", "a", Freshness.CACHED)).status
+        return kept, swept
+
+    assert run(main) == (CacheStatus.STALE, CacheStatus.MISS)
