@@ -49,6 +49,7 @@ from simone.runtime import (
     WebSettings,
     default_analyzer,
     normalize_url,
+    strip_hidden,
 )
 from simone.runtime._packing import PackItem, pack
 from simone.workflows.research._budget import resolve_budget
@@ -417,6 +418,7 @@ class WebResearch:
         candidates: list[Evidence] = []
         for source in chosen:
             extracted = source.page.page if source.page is not None else None
+            age = (source.page.age_s or 0.0) if source.page is not None else 0.0
             metadata: dict[str, Any] = {
                 "site": source.site,
                 "search_backend": source.provider,
@@ -432,7 +434,8 @@ class WebResearch:
                 ),
                 "published": (extracted.date if extracted and extracted.date else source.published),
                 "passages": len(texts[source.key]),
-                "retrieved_at": self.clock(),
+                # when the text was fetched (a cached page is as old as its cache entry)
+                "retrieved_at": round(self.clock() - (age if extracted is not None else 0.0), 3),
             }
             candidates.append(
                 web_evidence(
@@ -540,7 +543,9 @@ class WebResearch:
                 url=s.url,
                 normalized_url=s.key,
                 spellings=len(s.spellings),
-                title=(s.page.page.title if s.page and s.page.page and s.page.page.title else s.title)[:500],
+                title=strip_hidden(
+                    s.page.page.title if s.page and s.page.page and s.page.page.title else s.title
+                ).text[:500],
                 site=s.site,
                 provider=s.provider,
                 score=round(assembly.scores.get(s.key, 0.0), 6),
