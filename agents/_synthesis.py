@@ -127,17 +127,29 @@ def citation_for(number: int, item: Evidence, quote: str = "") -> Citation:
 
 
 _SENTENCE = re.compile(r"(?<=[.!?。！？])[\"'”’)\]]*\s+|(?<=[。！？])|\n\s*\n|\n(?=\s*(?:[-*+]|\d+\.|#)\s)")
-_MARKUP = re.compile(r"^\s*(?:#{1,6}|[-*+>]|\d+\.)\s+|[`*_]{1,3}|\|")
+_MARKUP = re.compile(r"^\s*(?:#{1,6}|[-*+>]|\d+\.)\s+|\s*\|\s*")
+_EMPHASIS = re.compile(r"(?<!\w)[*_]{1,3}(?=\S)|(?<=\S)[*_]{1,3}(?!\w)|`+")
 _HEADING_LINE = re.compile(r"(?m)^\s*#{1,6}\s.*$|^\s*(?:[=-]{3,}|```.*)\s*$")
+_TABLE_RULE = re.compile(r"(?m)^\s*\|?(?:\s*:?-{3,}:?\s*\|)+\s*:?-{0,}:?\s*$")
+_TABLE_HEAD = re.compile(r"(?m)^\s*\|.*\|\s*\n\s*\|?(?:\s*:?-{3,}:?\s*\|)+\s*:?-{0,}:?\s*$")
+_TABLE_ROW = re.compile(r"(?m)^\s*(\|.*\|)\s*$")
 _MIN_SENTENCE_CHARS = 12
+
+
+def _table_row(match: re.Match[str]) -> str:
+    cells = [cell.strip() for cell in match.group(1).strip("|").split("|")]
+    return "\n\n" + " — ".join(cell for cell in cells if cell) + "\n\n"
 
 
 def split_sentences(text: str) -> list[str]:
     """Sentences of ``text`` (markdown markers removed, whitespace collapsed)."""
     out: list[str] = []
     text = _HEADING_LINE.sub("\n\n", text)  # headings label sections; they are not statements
+    text = _TABLE_HEAD.sub("\n\n", text)  # a header row names columns; it states nothing
+    text = _TABLE_RULE.sub("\n\n", text)
+    text = _TABLE_ROW.sub(_table_row, text)  # a table row is one statement: "cell — cell"
     for piece in _SENTENCE.split(text):
-        cleaned = " ".join(_MARKUP.sub(" ", line) for line in piece.splitlines())
+        cleaned = " ".join(_MARKUP.sub(" ", _EMPHASIS.sub("", line)) for line in piece.splitlines())
         cleaned = " ".join(cleaned.split())
         if len(cleaned) >= _MIN_SENTENCE_CHARS:
             out.append(cleaned)
@@ -147,11 +159,12 @@ def split_sentences(text: str) -> list[str]:
 class ExtractiveModel:
     """Offline answers: the evidence sentences that best cover the question, each cited.
 
-    Scoring: every question term carries an IDF weight computed over all candidate sentences
-    (ln(1 + N/df)); sentences are picked greedily by the weight of question terms they cover that no
-    picked sentence covered yet, plus a quarter of the weight of terms already covered, with a small
-    preference for better-ranked evidence (1 / (1 + 0.05·rank)). Untrusted sentences flagged as
-    instruction-like are never quoted.
+    Scoring: every word of the question (stop words aside) carries an IDF weight computed over all
+    candidate sentences (ln(1 + N/df)); a sentence covers a word when it shares any of the word's
+    terms. Sentences are picked greedily by the weight of words they cover that no picked sentence
+    covered yet, plus a quarter of the weight of words already covered, with a small preference for
+    better-ranked evidence (1 / (1 + 0.05·rank)). Untrusted sentences flagged as instruction-like are
+    never quoted.
 
     Args:
         analyzer: the shared lexical analysis (default: :func:`~simone.runtime.default_analyzer`).
@@ -169,48 +182,53 @@ class ExtractiveModel:
     ) -> tuple[str, list[Citation], float]:
         """(text, citations, coverage) from the best sentences; empty text when nothing is relevant.
 
-        ``coverage`` is the share of the question's terms the picked sentences cover (0 … 1).
+        ``coverage`` is the share of the question's words (stop words aside) that the picked sentences
+        cover; a word counts as covered when any of its terms (the word, its prefix, its synonym group)
+        is in a picked sentence.
         """
-        query_terms = set(self.analyzer.terms(question))
-        if not query_terms or not numbered:
+        words = [frozenset(terms) for _, terms in self.analyzer.word_terms(question) if terms]
+        if not words or not numbered:
             return "", [], 0.0
-        candidates: list[tuple[int, Evidence, str, frozenset[str], int]] = []
+        wanted = frozenset().union(*words)
+        candidates: list[tuple[int, Evidence, str, frozenset[int], int]] = []
         for position, (number, item) in enumerate(numbered):
             content = item.content
             if item.trust is Trust.UNTRUSTED:
                 content = contain_untrusted(content).text
             for sentence in split_sentences(content):
+                if sentence.endswith(":"):  # a lead-in to a list says nothing by itself
+                    continue
                 if item.trust is Trust.UNTRUSTED and contain_untrusted(sentence).flags:
                     continue
-                terms = frozenset(self.analyzer.terms(sentence)) & query_terms
-                if terms:
-                    candidates.append((number, item, sentence, terms, position))
+                terms = frozenset(self.analyzer.terms(sentence)) & wanted
+                covered_words = frozenset(i for i, word in enumerate(words) if word & terms)
+                if covered_words:
+                    candidates.append((number, item, sentence, covered_words, position))
         if not candidates:
             return "", [], 0.0
         total = len(candidates)
-        df = {t: sum(1 for c in candidates if t in c[3]) for t in query_terms}
-        idf = {t: math.log(1 + total / df[t]) if df[t] else math.log(1 + total) for t in query_terms}
-        weight_all = sum(idf.values())
-        covered: set[str] = set()
+        df = [sum(1 for c in candidates if i in c[3]) for i in range(len(words))]
+        idf = [math.log(1 + total / d) if d else 0.0 for d in df]
+        covered: set[int] = set()
         picked: list[tuple[int, Evidence, str]] = []
         used: set[int] = set()
         for _ in range(self.max_sentences):
             best: tuple[float, int] | None = None
-            for index, (_, _, _, terms, position) in enumerate(candidates):
+            for index, (_, _, _, hits, position) in enumerate(candidates):
                 if index in used:
                     continue
-                gain = sum(idf[t] for t in terms - covered) + 0.25 * sum(idf[t] for t in terms & covered)
+                gain = sum(idf[i] for i in hits - covered) + 0.25 * sum(idf[i] for i in hits & covered)
                 gain /= 1 + 0.05 * position
                 if best is None or gain > best[0] + 1e-12:
                     best = (gain, index)
             if best is None:
                 break
             _, index = best
-            terms = candidates[index][3]
-            if picked and not (terms - covered):  # nothing new: stop rather than pad the answer
+            hits = candidates[index][3]
+            if picked and not (hits - covered):  # nothing new: stop rather than pad the answer
                 break
             used.add(index)
-            covered |= terms
+            covered |= hits
             picked.append(candidates[index][:3])
         citations: dict[int, Citation] = {}
         parts: list[str] = []
@@ -221,7 +239,7 @@ class ExtractiveModel:
                 citations[number] = old.model_copy(update={"quote": f"{old.quote} … {sentence}"})
             else:
                 citations[number] = citation_for(number, item, sentence)
-        coverage = sum(idf[t] for t in covered) / weight_all if weight_all else 0.0
+        coverage = len(covered) / len(words)
         return " ".join(parts), [citations[n] for n in sorted(citations)], round(coverage, 4)
 
 

@@ -25,7 +25,9 @@ EXIT_ABSTAINED = 3
 def register(subparsers: Any) -> None:
     """Add the ``ask`` command."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
-        "ask", help="answer a question with citations from memory and the indexed documents"
+        "ask",
+        help="answer a question with citations from memory and the indexed documents",
+        epilog="exit status: 0 answered, 3 abstained (no evidence), 1 failed or error",
     )
     parser.add_argument("question", help="the question")
     add_scope_arguments(parser)

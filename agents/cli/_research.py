@@ -25,7 +25,9 @@ EXIT_NO_EVIDENCE = 3
 def register(subparsers: Any) -> None:
     """Add the ``research`` command."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
-        "research", help="bounded web research with cited sources (needs a search backend)"
+        "research",
+        help="bounded web research with cited sources (needs a search backend)",
+        epilog="exit status: 0 evidence found, 3 no evidence, 2 no search backend configured, 1 error",
     )
     parser.add_argument("question", help="the question to research")
     parser.add_argument("--depth", choices=("basic", "standard", "deep"), default=None, help="research depth")
@@ -62,7 +64,7 @@ async def run(args: argparse.Namespace) -> int:
     """Research the question in a researcher child of an orchestrator session."""
     settings = settings_from_args(args)
     if not web_configured(settings):
-        message = f"simone research needs a search backend: {NOT_CONFIGURED_HINT}."
+        message = f"simone research needs a search backend, but {NOT_CONFIGURED_HINT}."
         if args.json:
             sys.stdout.write(
                 '{"status": "failed", "error": "not_configured", "message": ' + _quote(message) + "}\n"
