@@ -344,3 +344,37 @@ async def test_https_keeps_verifying_the_name_while_the_address_is_pinned(tmp_pa
                 with pytest.raises(FetchError) as info:
                     await fetcher.fetch(wrong)  # same address, but the certificate is not for this name
                 assert info.value.reason == "unreachable" and "certificate" in info.value.message
+
+
+@pytest.mark.parametrize("wbits", [zlib.MAX_WBITS, -zlib.MAX_WBITS])  # zlib-wrapped and raw deflate
+async def test_deflate_pages_are_decoded(web: LoopbackWeb, policy: FetchPolicy, wbits: int) -> None:
+    compressor = zlib.compressobj(6, zlib.DEFLATED, wbits)
+    body = compressor.compress(b"<html><body><p>deflated words</p></body></html>") + compressor.flush()
+    url = web.add_route(
+        f"/deflate{wbits}",
+        Route(body=body, headers={"Content-Type": "text/html", "Content-Encoding": "deflate"}),
+        host="lakes.test",
+    )
+    assert "deflated words" in (await fetch(web, policy, url)).text
+
+
+async def test_unknown_encodings_and_corrupt_bodies_are_refused(
+    web: LoopbackWeb, policy: FetchPolicy
+) -> None:
+    brotli = web.add_route(
+        "/br",
+        Route(body=b"\x0b\x02\x80hello\x03", headers={"Content-Type": "text/html", "Content-Encoding": "br"}),
+        host="lakes.test",
+    )
+    error = await refused(web, policy, brotli)
+    assert error.reason == "invalid_content" and "br" in error.message
+    corrupt = web.add_route(
+        "/corrupt",
+        Route(
+            body=b"\x1f\x8b\x08\x00garbage-not-gzip",
+            headers={"Content-Type": "text/html", "Content-Encoding": "gzip"},
+        ),
+        host="lakes.test",
+    )
+    error = await refused(web, policy, corrupt)
+    assert error.reason == "invalid_content"
