@@ -137,7 +137,9 @@ class EmbeddingChain:
         min_samples: the fewest searches before the chain may be called degraded.
         clock: seconds, monotonic; used to honour a rate-limited embedder's ``retry_after_s``.
 
-    Use it as an async context manager to start (and later close) every embedder that is one.
+    Use it as an async context manager to start (and later close) every embedder that is one; an
+    embedder whose start-up fails with a :class:`ProviderError` is recorded in the health's
+    ``last_error`` and left out of the start-up (its later calls fail, visibly, until it can start).
     """
 
     def __init__(
@@ -175,15 +177,16 @@ class EmbeddingChain:
         return tuple(seen.values())
 
     async def __aenter__(self) -> Self:
-        stack = AsyncExitStack()
-        try:
+        async with AsyncExitStack() as stack:
             for embedder in self._embedders:
                 if hasattr(embedder, "__aenter__") and hasattr(embedder, "__aexit__"):
-                    await stack.enter_async_context(embedder)  # type: ignore[arg-type]
-        except BaseException:
-            await stack.aclose()
-            raise
-        self._stack = stack
+                    try:
+                        await stack.enter_async_context(embedder)  # type: ignore[arg-type]
+                    except ProviderError as exc:
+                        # one embedder that cannot start must not take the others down; its calls
+                        # will fail (and be recorded) until it can
+                        self._failed(embedder, exc)
+            self._stack = stack.pop_all()
         return self
 
     async def __aexit__(

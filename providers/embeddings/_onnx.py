@@ -165,7 +165,7 @@ class OnnxMiniLMEmbedder:
         self._running: tuple[str, Path, str] | None = None
         self._threads = intra_op_threads
         self._batch_size = batch_size
-        self._limiter = limiter
+        self._limiter = limiter or anyio.CapacityLimiter(1)
         self._max_tokens = max_tokens
         self._session: onnxruntime.InferenceSession | None = None
         self._input_names: frozenset[str] = frozenset()

@@ -274,6 +274,26 @@ def test_the_chain_starts_and_closes_embedders_that_are_context_managers() -> No
     run(go)
 
 
+def test_an_embedder_that_cannot_start_does_not_stop_the_others() -> None:
+    class WontStart(HashEmbedder):
+        async def __aenter__(self) -> Self:
+            raise ProviderUnavailable("model file damaged")
+
+        async def __aexit__(self, *exc_info: object) -> None:
+            raise AssertionError("never entered, never exited")
+
+    broken, working = WontStart(8, model="broken"), HashEmbedder(8, model="working")
+    broken.error = ProviderUnavailable("model file damaged")  # its calls fail too, like a real one
+
+    async def go() -> EmbeddingSpace:
+        async with EmbeddingChain([broken, working]) as chain:
+            last_error = chain.health().last_error
+            assert last_error is not None and "model file damaged" in last_error
+            return await chain.select_space()
+
+    assert run(go) == working.space
+
+
 def test_health_starts_clean() -> None:
     health = EmbeddingChain([HashEmbedder(8)]).health()
     assert health == ChainHealth(degraded=False, samples=0, fallbacks=0, window=100, min_samples=20)
