@@ -114,11 +114,11 @@ def test_split_sentences_skips_headings_and_markup() -> None:
 def test_split_sentences_reads_tables_row_by_row_without_the_header() -> None:
     table = (
         "Intro line here.\n\n| status | meaning |\n|---|:---:|\n"
-        "| `complete` | every provider answered |\n| `failed` | **every** provider failed |\n\nAfter it."
+        "| `complete` | every provider answered |\n| `failed` | **every** provider failed |\n\nA closing line after it."
     )
     assert split_sentences(table) == [
         "Intro line here.",
         "complete — every provider answered",
         "failed — every provider failed",
-        "After it.",
+        "A closing line after it.",
     ]
