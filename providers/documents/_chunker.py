@@ -4,7 +4,7 @@ A document is cut into sections at Markdown headings (HTML arrives as Markdown f
 each section into blocks (paragraphs, fenced code blocks, runs of code lines), and blocks are packed
 greedily into chunks whose *embedded* text — a short context line (title › heading path) plus the
 chunk — fits the model's window, special tokens included. A block too long for one chunk is split
-by lines, a line too long by token offsets. Consecutive chunks of a section share a small overlap
+by lines, a line too long by sentences, a sentence too long by token offsets. Consecutive chunks of a section share a small overlap
 of whole lines. Every chunk keeps the exact 1-based line range of the text it holds.
 
 Token counts come from the model's real tokenizer (WordPiece for all-MiniLM-L6-v2, 256 tokens):
@@ -147,6 +147,7 @@ def text_digest(text: str) -> str:
 
 _ATX = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t#]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+(?=\S)|(?<=[。！？])")
 
 
 @dataclass(slots=True)
@@ -243,10 +244,15 @@ class Chunker:
         current: tuple[int, int] | None = None
         for block_start, block_end in section.blocks:
             if tokens(block_start, block_end) > budget:
+                pieces = self._split_block(block_start, block_end, lines, prefix, budget)
                 if current is not None:
-                    out.append((current[0], current[1], None))
+                    merged = self._merge_head(current, pieces[0], lines, budget - tokens(*current))
+                    if merged is not None:
+                        pieces[0] = merged
+                    else:
+                        out.append((current[0], current[1], None))
                     current = None
-                out.extend(self._split_block(block_start, block_end, lines, prefix, budget))
+                out.extend(pieces)
                 continue
             if current is None:
                 current = (block_start, block_end)
@@ -286,7 +292,7 @@ class Chunker:
                 if current is not None:
                     out.append((current[0], current[1], None))
                     current = None
-                out.extend((index, index, piece) for piece in self.counter.split(lines[index], budget))
+                out.extend((index, index, piece) for piece in self._split_line(lines[index], budget))
                 continue
             if current is None:
                 current = (index, index)
@@ -302,6 +308,56 @@ class Chunker:
         if current is not None:
             out.append((current[0], current[1], None))
         return out
+
+    def _merge_head(
+        self, head: tuple[int, int], piece: tuple[int, int, str | None], lines: list[str], room: int
+    ) -> tuple[int, int, str | None] | None:
+        """``head`` (whole lines, e.g. a heading) joined with the first piece of a split block, if it fits."""
+        start, end, text = piece
+        if text is None:
+            if self.counter.count_many(["\n".join(lines[start : end + 1])])[0] > room:
+                return None
+            return (head[0], end, None)
+        line = lines[start]
+        lead = line[: len(line) - len(line.lstrip())]
+        if not line.lstrip().startswith(text) or self.counter.count_many([text])[0] > room:
+            return None
+        return (head[0], start, "\n".join(lines[head[0] : start]) + "\n" + lead + text)
+
+    def _split_line(self, line: str, budget: int) -> list[str]:
+        """A line over the budget, packed by sentences (with a one-sentence overlap when small).
+
+        Each piece is an exact slice of the line, so it can be found in the document again.
+        """
+        spans: list[tuple[int, int]] = []
+        begin = len(line) - len(line.lstrip())
+        for match in _SENTENCE_END.finditer(line):
+            if match.start() > begin:
+                spans.append((begin, match.start()))
+            begin = match.end()
+        if line[begin:].strip():
+            spans.append((begin, len(line.rstrip())))
+        counts = self.counter.count_many([line[a:b] for a, b in spans])
+        pieces: list[str] = []
+        current: list[int] = []
+        used = 0
+        for position, count in enumerate(counts):
+            if count > budget:
+                if current:
+                    pieces.append(line[spans[current[0]][0] : spans[current[-1]][1]])
+                    current, used = [], 0
+                pieces.extend(self.counter.split(line[spans[position][0] : spans[position][1]], budget))
+                continue
+            if current and used + count > budget:
+                pieces.append(line[spans[current[0]][0] : spans[current[-1]][1]])
+                last = current[-1]
+                carry = counts[last] <= self.overlap_tokens and counts[last] + count <= budget
+                current, used = ([last], counts[last]) if carry else ([], 0)
+            current.append(position)
+            used += count
+        if current:
+            pieces.append(line[spans[current[0]][0] : spans[current[-1]][1]])
+        return pieces
 
     @staticmethod
     def _make(

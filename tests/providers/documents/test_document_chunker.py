@@ -147,3 +147,17 @@ def test_any_text_gives_chunks_inside_the_window(lines: list[str]) -> None:
     doc = _doc(text)
     chunks = Chunker(COUNTER, max_tokens=64, overlap_tokens=8).chunk(doc)
     _check_invariants(doc, chunks, window=64)
+
+
+def test_a_long_paragraph_line_is_packed_by_sentences_with_its_heading() -> None:
+    sentences = [f"Finding number {i} was confirmed in a cohort of {i * 10} patients." for i in range(40)]
+    text = "# Abstract title\n\n" + "  ".join(sentences) + "\n"
+    doc = _doc(text, title="Abstract title")
+    chunks = Chunker(COUNTER).chunk(doc)
+    _check_invariants(doc, chunks)
+    assert len(chunks) >= 2
+    assert chunks[0].text.startswith("# Abstract title\n\nFinding number 0")
+    assert (chunks[0].line_start, chunks[0].line_end) == (1, 3)
+    for chunk in chunks:
+        assert chunk.text.rstrip().endswith("patients."), "pieces end at a sentence boundary"
+    assert all(c.embed_text.startswith("Abstract title\n") for c in chunks[1:])
