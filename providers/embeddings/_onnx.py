@@ -216,6 +216,11 @@ class OnnxMiniLMEmbedder:
         """Tokens the model would see for ``text`` before truncation, [CLS] and [SEP] included."""
         return len(self.tokenizer.encode(text, add_special_tokens=True).ids)
 
+    def count_tokens_batch(self, texts: Sequence[str]) -> list[int]:
+        """:meth:`count_tokens` for many texts at once (the tokenizer encodes them in parallel)."""
+        encodings = self.tokenizer.encode_batch(list(texts), add_special_tokens=True)
+        return [len(encoding.ids) for encoding in encodings]
+
     async def start(self) -> None:
         """Open the ONNX session (in a worker thread). Safe to call more than once.
 

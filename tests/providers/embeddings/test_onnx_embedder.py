@@ -96,6 +96,7 @@ def test_token_counting_uses_the_real_tokenizer() -> None:
     ]
     long = "token " * 600
     assert embedder.count_tokens(long) == 602, "counting does not truncate"
+    assert embedder.count_tokens_batch(["hello world", "", long]) == [4, 2, 602]
     assert not embedder.started, "counting tokens does not open the ONNX session"
 
 
