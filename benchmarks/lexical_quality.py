@@ -27,7 +27,6 @@ from pathlib import Path
 
 import bm25s
 import numpy as np
-
 from simone.runtime import Analyzer, BM25Index
 
 HERE = Path(__file__).resolve().parent

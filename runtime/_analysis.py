@@ -26,7 +26,7 @@ import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import resources
-from itertools import chain
+from itertools import chain, compress
 from typing import NamedTuple
 
 from icu4py.breakers import WordBreaker
@@ -46,6 +46,7 @@ STOPWORD_LANGUAGES = ("en", "pt", "es", "fr", "it", "de", "nl", "ru", "ja", "zh"
 """Languages whose stop words (question words included) ship in ``simone.runtime.lexicon``."""
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_NEEDS_CLEANING = re.compile("[\ud800-\udfff\u00ad\u2060\ufeff]")
 # Invisible formatting characters that sit inside words (soft hyphen, word joiner, BOM) are removed.
 # Control characters, apostrophes and ZWSP need nothing: they are not word characters, so they split.
 # ZWJ/ZWNJ stay: some scripts spell with them.
@@ -304,10 +305,8 @@ class Explanation(BaseModel):
 
 
 def _clean(text: str) -> str:
-    if _SURROGATE.search(text):
-        text = _SURROGATE.sub("\ufffd", text)
-    if _INVISIBLE.search(text):
-        text = _INVISIBLE.sub("", text)
+    if _NEEDS_CLEANING.search(text):  # one scan in the common case: nothing to clean
+        text = _INVISIBLE.sub("", _SURROGATE.sub("\ufffd", text))
     return unicodedata.normalize("NFKC", text)
 
 
@@ -351,6 +350,7 @@ class Analyzer:
         self._stop = builtin_stop_words()
         self._ignore: frozenset[str] = frozenset()
         self._phrases: dict[str, list[tuple[tuple[str, ...], str]]] = {}
+        self._longest_phrase = 1
         self._cache: dict[str, _Segment] = {}
         ignore: set[str] = set()
         for entry in ignore_words:
@@ -384,6 +384,7 @@ class Analyzer:
         for bucket in phrases.values():
             bucket.sort(key=lambda item: -len(item[0]))
         self._phrases = phrases
+        self._longest_phrase = max((len(p) for bucket in phrases.values() for p, _t in bucket), default=1)
         self._cache.clear()
 
     @classmethod
@@ -398,6 +399,15 @@ class Analyzer:
     # -- the analysis -------------------------------------------------------------------------------
 
     def _analyse_segment(self, segment: str) -> _Segment:
+        if segment.isascii() and segment.isalpha():  # the common case, short-cut
+            word = segment.lower()
+            if word in self._stop or word in self._ignore:
+                return _Segment((), (_Word(word, (), True, word),), word in self._phrases)
+            if len(word) > PREFIX_LENGTH and word[:PREFIX_LENGTH] not in self._stop:
+                terms: tuple[str, ...] = (word, word[:PREFIX_LENGTH])
+            else:
+                terms = (word,)
+            return _Segment(terms, (_Word(word, terms, False, word),), word in self._phrases)
         word = _ascii_digits(fold(segment[:MAX_WORD_CHARS]))
         if not word or not any(c.isalnum() for c in word):
             return _EMPTY
@@ -410,8 +420,8 @@ class Analyzer:
                 words.append(_Word(part, (), True, part))
             else:
                 # A prefix that is itself a stop word ("other" of "others") would never meet anything.
-                terms = tuple(t for t in _word_terms(part) if t == part or t not in self._stop)
-                words.append(_Word(part, terms, False, _korean_stem(part)))
+                kept = tuple(t for t in _word_terms(part) if t == part or t not in self._stop)
+                words.append(_Word(part, kept, False, _korean_stem(part)))
         starts = any(w.key in self._phrases for w in words)
         return _Segment(tuple(term for w in words for term in w.terms), tuple(words), starts)
 
@@ -442,11 +452,16 @@ class Analyzer:
         """Every word of ``text`` in order, ignored ones included."""
         return [word for block in self._segments(text) for segment in block for word in segment.words]
 
-    def _synonym_matches(self, words: Sequence[_Word]) -> list[tuple[int, tuple[str, ...], str]]:
-        """``(position, matched words, group term)`` for every synonym phrase found in ``words``."""
+    def _synonym_matches(
+        self, words: Sequence[_Word], heads: int | None = None
+    ) -> list[tuple[int, tuple[str, ...], str]]:
+        """``(position, matched words, group term)`` for every synonym phrase found in ``words``.
+
+        With ``heads``, only phrases starting among the first ``heads`` words.
+        """
         phrases = self._phrases
         found: list[tuple[int, tuple[str, ...], str]] = []
-        for index, item in enumerate(words):
+        for index, item in enumerate(words[:heads] if heads is not None else words):
             bucket = phrases.get(item.key)
             if bucket is None:
                 continue
@@ -460,14 +475,14 @@ class Analyzer:
                     found.append((index, phrase, term))
         return found
 
-    def _synonym_terms(self, words: Sequence[_Word]) -> list[tuple[int, str]]:
+    def _synonym_terms(self, words: Sequence[_Word], heads: int | None = None) -> list[tuple[int, str]]:
         """The group terms that synonyms add, each with the word it belongs to.
 
         That word is the phrase's first kept word (-1 when every word of the phrase is ignored). A group
         term the word already emits (``prices`` has the prefix ``price``) is not added again.
         """
         out: list[tuple[int, str]] = []
-        for index, phrase, term in self._synonym_matches(words):
+        for index, phrase, term in self._synonym_matches(words, heads):
             owner = next((i for i in range(index, index + len(phrase)) if not words[i].ignored), -1)
             if owner >= 0 and term in words[owner].terms:
                 continue
@@ -484,8 +499,23 @@ class Analyzer:
         for block in self._segments(text):
             out.extend(chain.from_iterable(map(_TERMS_OF, block)))
             if any(map(_STARTS_SYNONYM, block)):
-                words = [word for segment in block for word in segment.words]
-                out.extend(term for _owner, term in self._synonym_terms(words))
+                out.extend(self._block_synonym_terms(block))
+        return out
+
+    def _block_synonym_terms(self, block: list[_Segment]) -> list[str]:
+        """The group terms of :meth:`_synonym_terms` for one block.
+
+        Only the segments that can start a phrase are visited (documents are long; few words do).
+        """
+        out: list[str] = []
+        longest = self._longest_phrase
+        for start in compress(range(len(block)), map(_STARTS_SYNONYM, block)):
+            ahead: list[_Word] = []
+            following = start
+            while len(ahead) < len(block[start].words) + longest and following < len(block):
+                ahead.extend(block[following].words)
+                following += 1
+            out.extend(term for _owner, term in self._synonym_terms(ahead, len(block[start].words)))
         return out
 
     def word_terms(self, text: str) -> list[tuple[str, list[str]]]:

@@ -9,8 +9,10 @@ break by locator, then id.
 from __future__ import annotations
 
 import math
-from collections import Counter
+from collections import Counter, defaultdict, deque
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from itertools import repeat
 from typing import NamedTuple
 
 import numpy as np
@@ -25,6 +27,8 @@ B = 0.75
 TITLE_WEIGHT = 3
 """A title's terms count this many times: a title says what the item is about."""
 _BITS = 64
+_consume: Callable[[Iterable[object]], None] = deque(maxlen=0).extend  # runs an iterator out, in C
+_new_hit = tuple.__new__  # NamedTuple's own __new__ is a Python lambda; hits are many
 
 
 class BM25Hit(NamedTuple):
@@ -80,12 +84,12 @@ class BM25Index:
         self.b = float(b)
         self.title_weight = int(title_weight)
         self._items: dict[str, _Item] = {}
-        self._ids: list[str | None] = []
+        self._ids: list[str] = []  # by slot; "" for a free slot (it has no postings)
         self._locators: list[str] = []
         self._free: list[int] = []
         self._lengths = np.zeros(0, dtype=np.float64)
         self._total_length = 0.0
-        self._postings: dict[str, dict[int, int]] = {}
+        self._postings: defaultdict[str, list[tuple[int, int]]] = defaultdict(list)
         self._weights: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]] = {}
         self._norm_cache: npt.NDArray[np.float64] | None = None
 
@@ -119,13 +123,10 @@ class BM25Index:
         self._lengths[slot] = length
         self._total_length += length
         self._items[doc_id] = _Item(slot, locator or doc_id, counts)
-        postings = self._postings
-        for term, count in counts.items():
-            bucket = postings.get(term)
-            if bucket is None:
-                postings[term] = {slot: count}
-            else:
-                bucket[slot] = count
+        # (slot, count) appended to each term's posting list, all in C: no Python frame per term.
+        _consume(
+            map(list.append, map(self._postings.__getitem__, counts), zip(repeat(slot), counts.values()))
+        )
         self._changed()
 
     def remove(self, doc_id: str) -> None:
@@ -133,16 +134,14 @@ class BM25Index:
         item = self._items.pop(doc_id, None)
         if item is None:
             return
-        for term in item.counts:
-            bucket = self._postings.get(term)
-            if bucket is None:
-                continue
-            bucket.pop(item.slot, None)
+        for term, count in item.counts.items():
+            bucket = self._postings[term]
+            bucket.remove((item.slot, count))
             if not bucket:
                 del self._postings[term]
         self._total_length -= self._lengths[item.slot]
         self._lengths[item.slot] = 0.0
-        self._ids[item.slot] = None
+        self._ids[item.slot] = ""
         self._free.append(item.slot)
         self._changed()
 
@@ -162,8 +161,9 @@ class BM25Index:
         bucket = self._postings.get(term)
         if not bucket:
             return None
-        slots = np.fromiter(bucket.keys(), dtype=np.int64, count=len(bucket))
-        tf = np.fromiter(bucket.values(), dtype=np.float64, count=len(bucket))
+        pairs = np.array(bucket, dtype=np.int64)
+        slots = np.ascontiguousarray(pairs[:, 0])
+        tf = pairs[:, 1].astype(np.float64)
         df = len(bucket)
         idf = math.log1p((n - df + 0.5) / (df + 0.5))
         weights = (idf * (self.k1 + 1.0)) * tf / (tf + norm[slots])
@@ -187,12 +187,12 @@ class BM25Index:
             raise InvalidRequest(f"limit must be at least 1 (got {limit})")
         if not self._items:
             return []
-        # The query goes through the very analysis documents went through; word_terms regroups the same
-        # terms by word, for coverage.
-        query_counts = Counter(self.analyzer.terms(query))
+        # word_terms holds exactly the terms of analyzer.terms(query) -- the analysis documents went
+        # through -- grouped by the query word they come from (for coverage).
+        words = self.analyzer.word_terms(query)
+        query_counts = Counter(term for _word, terms in words for term in terms)
         if not query_counts:
             return []
-        words = self.analyzer.word_terms(query)
         # Coverage: a query word is in an item when any of its terms is. Each distinct kept word gets
         # a bit; each item collects the bits of the terms it holds (words past 63 share the last bit
         # and are checked one by one).
@@ -227,13 +227,17 @@ class BM25Index:
             candidates = (scores >= kth).nonzero()[0] if kth > 0 else (scores > 0).nonzero()[0]
         else:
             candidates = (scores > 0).nonzero()[0]
-        ids = self._ids
-        locators = self._locators
+        chosen = candidates.tolist()
         ranked = sorted(
-            (-score, locators[slot], ids[slot] or "", slot)
-            for slot, score in zip(candidates.tolist(), scores[candidates].tolist(), strict=True)
+            zip(
+                (-scores[candidates]).tolist(),
+                map(self._locators.__getitem__, chosen),
+                map(self._ids.__getitem__, chosen),
+                chosen,
+                strict=True,
+            )
         )[:limit]
-        top = np.fromiter((row[3] for row in ranked), dtype=np.int64, count=len(ranked))
+        top = np.array([row[3] for row in ranked], dtype=np.int64)
         row_of = np.full(size, -1, dtype=np.int64)
         row_of[top] = np.arange(len(ranked))
         rows = row_of[postings]
@@ -242,20 +246,27 @@ class BM25Index:
         masks = np.zeros(len(ranked), dtype=np.uint64)
         np.bitwise_or.at(masks, rows[held], posting_bits[held])
         decoded: dict[int, tuple[str, ...]] = {}
+        total = len(kept)
         hits = []
         for (negative, locator, doc_id, _slot), mask in zip(ranked, masks.tolist(), strict=True):
             matched = decoded.get(mask)
             if matched is None:
                 matched = decoded[mask] = self._decode(mask, kept, words, doc_id)
-            hits.append(BM25Hit(doc_id, -negative, locator, matched, len(matched) / len(kept)))
+            hits.append(_new_hit(BM25Hit, (doc_id, -negative, locator, matched, len(matched) / total)))
         return hits
 
     def _decode(
         self, mask: int, kept: list[str], words: list[tuple[str, list[str]]], doc_id: str
     ) -> tuple[str, ...]:
         """The kept words whose bits are in ``mask``; words past the 63rd are checked in the item."""
-        matched = [word for column, word in enumerate(kept[: _BITS - 1]) if mask >> column & 1]
-        if len(kept) >= _BITS and mask >> (_BITS - 1) & 1:
+        matched = []
+        overflow = mask >> (_BITS - 1) & 1 and len(kept) >= _BITS
+        rest = mask & ((1 << (_BITS - 1)) - 1)
+        while rest:  # one step per matched word, lowest bit first (the query's word order)
+            low = rest & -rest
+            matched.append(kept[low.bit_length() - 1])
+            rest ^= low
+        if overflow:
             counts = self._items[doc_id].counts
             terms_of: dict[str, set[str]] = {}
             for word, terms in words:
