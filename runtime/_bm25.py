@@ -27,7 +27,7 @@ B = 0.75
 TITLE_WEIGHT = 3
 """A title's terms count this many times: a title says what the item is about."""
 _BITS = 64
-_consume: Callable[[Iterable[object]], None] = deque(maxlen=0).extend  # runs an iterator out, in C
+_consume: Callable[[Iterable[object]], None] = deque[object](maxlen=0).extend  # runs an iterator out, in C
 _new_hit = tuple.__new__  # NamedTuple's own __new__ is a Python lambda; hits are many
 
 
