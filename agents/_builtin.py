@@ -167,7 +167,9 @@ def builtin_tools(
         wanted = child_budget(
             args.depth, wall_s=child_wall_s, max_queries=args.max_queries, max_fetches=args.max_fetches
         )
-        return await session.delegate(args.question, depth=args.depth, budget=wanted)
+        return await session.delegate(
+            args.question, depth=args.depth, budget=wanted, freshness=args.freshness
+        )
 
     async def web_research(tool_context: ToolContext, args: ResearchArgs) -> BaseModel:
         if research is None:

@@ -80,6 +80,7 @@ class ChildHandle:
     question: str
     budget: Budget
     depth: Depth
+    freshness: Freshness = "auto"
     status: ChildStatus = "pending"
     result: BaseModel | None = None
     error: str | None = None
@@ -142,7 +143,12 @@ class Session:
         return await self.registry.call(self.profile, self.tool_context(), name, arguments)
 
     def reserve(
-        self, question: str, *, depth: Depth = "standard", budget: Budget | None = None
+        self,
+        question: str,
+        *,
+        depth: Depth = "standard",
+        budget: Budget | None = None,
+        freshness: Freshness = "auto",
     ) -> ChildHandle:
         """Reserve a researcher child: its budget is carved from this session's now; launch it in a group.
 
@@ -155,7 +161,7 @@ class Session:
                 f"web research is not configured: {NOT_CONFIGURED_HINT}", provider="web-search"
             )
         carved = self.ledger.carve(budget or DEFAULT_CHILD_BUDGET)
-        handle = ChildHandle(question=question, budget=carved, depth=depth)
+        handle = ChildHandle(question=question, budget=carved, depth=depth, freshness=freshness)
         self.children.append(handle)
         return handle
 
@@ -164,10 +170,17 @@ class Session:
         return ChildGroup(self)
 
     async def delegate(
-        self, question: str, *, depth: Depth = "standard", budget: Budget | None = None
+        self,
+        question: str,
+        *,
+        depth: Depth = "standard",
+        budget: Budget | None = None,
+        freshness: Freshness = "auto",
     ) -> BaseModel:
         """Run one researcher child to completion and return its structured result."""
-        handle = self.reserve(question, depth=depth, budget=budget)  # typed errors raise here, unwrapped
+        handle = self.reserve(
+            question, depth=depth, budget=budget, freshness=freshness
+        )  # typed errors raise here, unwrapped
         async with self.group() as group:
             group.launch(handle)
         if handle.result is None:
@@ -287,7 +300,8 @@ class ChildGroup:
             with handle._scope:
                 with anyio.move_on_after(handle.budget.wall_s) as timer:
                     handle.result = await child.call(
-                        "web_research", {"question": handle.question, "depth": handle.depth}
+                        "web_research",
+                        {"question": handle.question, "depth": handle.depth, "freshness": handle.freshness},
                     )
                 if timer.cancelled_caught:
                     handle.result = runner.interrupted(
