@@ -1,7 +1,7 @@
 """The bounded tool-calling loop of a chat model.
 
-Bounds: ``max_steps`` model turns, ``max_tokens`` model tokens, and a cap on repeating the very same
-call. Every tool call goes through the :class:`~simone.agents.ToolRegistry` with the session's own
+Bounds: ``max_steps`` model turns, ``max_tokens`` model tokens (also charged to the session's budget,
+which bounds them further), and a cap on repeating the very same call. Every tool call goes through the :class:`~simone.agents.ToolRegistry` with the session's own
 context; the model's output never supplies scope. Malformed arguments, unknown tools, invalid
 arguments, refused calls and failing tools become error messages the model can read (and steps in
 the record); a call that carries a scope of its own raises :class:`~simone.runtime.ScopeViolation`
@@ -117,10 +117,13 @@ async def run_tool_loop(
     outcome = LoopOutcome(text=None, stop_reason="max_steps")
     seen: dict[str, int] = {}
     strikes = 0
+    ledger_of_session = tool_context.ledger
     record = outcome.steps
 
     for step in range(1, limits.max_steps + 1):
         left = limits.max_tokens - outcome.usage.total_tokens
+        if ledger_of_session is not None:
+            left = min(left, ledger_of_session.available().tokens)
         if left <= 0:
             outcome.stop_reason = "max_tokens"
             return outcome
@@ -138,6 +141,11 @@ async def run_tool_loop(
             record.append(StepRecord(step=step, action="model", detail=exc.message, outcome="error"))
             return outcome
         outcome.usage = outcome.usage + response.usage
+        session_spent = False
+        if ledger_of_session is not None:  # model tokens count against the session's budget too
+            available = ledger_of_session.available().tokens
+            ledger_of_session.charge(tokens=min(response.usage.total_tokens, available))
+            session_spent = response.usage.total_tokens >= available
         message = response.message
         history.append(message)
         if not message.tool_calls:
@@ -145,7 +153,7 @@ async def run_tool_loop(
             outcome.stop_reason = "answered"
             record.append(StepRecord(step=step, action="answer", detail=f"{len(message.content)} characters"))
             return outcome
-        if outcome.usage.total_tokens >= limits.max_tokens:
+        if outcome.usage.total_tokens >= limits.max_tokens or session_spent:
             outcome.stop_reason = "max_tokens"
             record.append(
                 StepRecord(step=step, action="model", detail="token budget spent", outcome="skipped")

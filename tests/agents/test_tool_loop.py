@@ -232,3 +232,30 @@ def test_openai_client_recovers_after_a_transient_500() -> None:
             assert (await model.complete([ChatMessage(role="user", content="x")])).message.content == "hi"
 
     anyio.run(main)
+
+
+def test_model_tokens_are_charged_to_the_session_budget() -> None:
+    from simone.agents import Budget, BudgetLedger
+
+    registry, tc = _setup()
+    ledger = BudgetLedger(Budget(tokens=500))
+    tool_context = ToolContext(context=tc.context, ledger=ledger)
+    counter = iter(range(1000))
+    model = ScriptedChatModel(
+        [lambda m, t: tool_call("retrieve_context", {"query": f"q{next(counter)}"}, prompt_tokens=200)],
+        repeat_last=True,
+    )
+
+    async def main():  # type: ignore[no-untyped-def]
+        return await run_tool_loop(
+            model,
+            registry,
+            ORCHESTRATOR,
+            tool_context,
+            [ChatMessage(role="user", content="q")],
+            EvidenceLedger(),
+        )
+
+    outcome = anyio.run(main)
+    assert outcome.stop_reason == "max_tokens"
+    assert ledger.use().tokens == 500 and len(model.calls) == 3
