@@ -201,6 +201,12 @@ class Runtime:
             max_query_chars=router_settings.max_query_chars,
             min_truncation_tokens=router_settings.min_truncation_tokens,
         )
+        if self.policy is None and (
+            settings.agents.selection_rules or not settings.agents.selection_defaults
+        ):
+            self.policy = SelectionPolicy.from_data(
+                settings.agents.selection_rules, include_defaults=settings.agents.selection_defaults
+            )
         self.registry = ToolRegistry()
         self.registry.extend(
             builtin_tools(

@@ -168,7 +168,8 @@ class AgentSettings(_Section):
 
     Without ``chat_base_url`` and ``chat_model`` the offline extractive model answers. ``sample_docs``
     is what ``simone ask`` indexes on a fresh machine (default: the ``docs/`` folder of the installed
-    source tree, when present).
+    source tree, when present). ``selection_rules`` add provider-selection rules as data (see
+    ``simone.workflows.retrieval.SelectionRule``).
     """
 
     chat_base_url: str | None = None
@@ -186,6 +187,10 @@ class AgentSettings(_Section):
     research_depth: Literal["basic", "standard", "deep"] = "standard"
     min_coverage: Annotated[float, Field(ge=0, le=1)] = 0.5
     sample_docs: Path | None = None
+    selection_rules: list[dict[str, Any]] = Field(default_factory=list)
+    """Extra provider-selection rules (``name``, ``select``, ``reason``, ``when_any_term``, ``when_scope``,
+    ``callers``), evaluated before the built-in ones; ``selection_defaults = false`` drops the built-ins."""
+    selection_defaults: bool = True
 
 
 def default_data_dir() -> Path:

@@ -313,3 +313,30 @@ def test_mcp_server_in_process_keeps_the_caller_rules(
             assert (await runtime.retrieve(bob, "who is on call")).evidence == []
 
     anyio.run(main)
+
+
+def test_selection_rules_from_the_settings(web_settings: Settings, loopback_web: LoopbackWeb) -> None:
+    from simone.runtime import AgentSettings, ConfigError
+
+    rule = {
+        "name": "no-memory-for-weather",
+        "select": ["memory"],
+        "reason": "r",
+        "when_any_term": ["weather"],
+    }
+    settings = web_settings.model_copy(
+        update={"agents": AgentSettings(selection_rules=[rule], selection_defaults=False)}
+    )
+
+    async def main() -> None:
+        async with _runtime(settings, loopback_web) as runtime:
+            context = runtime.admit({"actor": "alice"})
+            result = await runtime.retrieve(context, "weather tomorrow")
+            assert [s.provider for s in result.request.selected] == ["memory"]
+            assert "rule no-memory-for-weather" in result.request.selected[0].reason
+        broken = web_settings.model_copy(update={"agents": AgentSettings(selection_rules=[{"name": "x"}])})
+        with pytest.raises(ConfigError, match="selection rule 'x'"):
+            async with _runtime(broken, loopback_web):
+                pass
+
+    anyio.run(main)

@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Mapping, Sequence
-from typing import Annotated
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from simone.runtime import (
     SCOPE_KEYS,
     Caller,
@@ -196,6 +196,27 @@ class SelectionPolicy:
         source = DEFAULT_RESTRICTIONS if restrictions is None else restrictions
         self.restrictions: dict[str, tuple[Caller, ...]] = {k: tuple(v) for k, v in source.items()}
         self.fallback_to_all = fallback_to_all
+
+    @classmethod
+    def from_data(
+        cls, rules: Sequence[Mapping[str, Any]], *, include_defaults: bool = True, **options: Any
+    ) -> SelectionPolicy:
+        """A policy from rules written as data (a TOML array of tables, JSON), before the defaults.
+
+        Raises:
+            ConfigError: a rule that does not validate, naming the rule and the field.
+        """
+        parsed: list[SelectionRule] = []
+        for index, raw in enumerate(rules):
+            try:
+                parsed.append(SelectionRule.model_validate(dict(raw)))
+            except ValidationError as exc:
+                name = raw.get("name", f"#{index + 1}") if isinstance(raw, Mapping) else f"#{index + 1}"
+                reasons = "; ".join(
+                    f"{'.'.join(str(p) for p in err['loc']) or 'rule'}: {err['msg']}" for err in exc.errors()
+                )
+                raise ConfigError(f"selection rule {name!r} is invalid: {reasons}") from exc
+        return cls((*parsed, *(DEFAULT_RULES if include_defaults else ())), **options)
 
     def with_rules(self, *rules: SelectionRule, first: bool = False) -> SelectionPolicy:
         """A copy of this policy with ``rules`` added (at the end, or first)."""

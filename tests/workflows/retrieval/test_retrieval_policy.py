@@ -149,3 +149,29 @@ def test_unknown_explicit_provider_and_bad_rules_are_typed_errors() -> None:
         SelectionPolicy([rule, rule])
     with pytest.raises(ConfigError):
         SelectionPolicy([SelectionRule(name="b", select=("docs",), when_scope=("planet",), reason="r")])
+
+
+def test_rules_from_data_come_first_and_bad_rules_say_which() -> None:
+    router, _ = _router()
+    policy = SelectionPolicy.from_data(
+        [
+            {
+                "name": "web-words",
+                "select": ["docs"],
+                "when_any_term": ["wiki"],
+                "reason": "the wiki is in docs",
+            }
+        ]
+    )
+    assert policy.rules[0].name == "web-words" and len(policy.rules) > 1
+    decision = select(router, router.request("search the wiki"), _ctx(), policy=policy)
+    reasons = {s.provider: s.reason for s in decision.selected}
+    assert "rule web-words" in reasons["docs"]  # the data rule came first, so its reason is recorded
+    only = SelectionPolicy.from_data(
+        [{"name": "m", "select": ["memory"], "reason": "r"}], include_defaults=False
+    )
+    assert [r.name for r in only.rules] == ["m"]
+    with pytest.raises(ConfigError, match="'broken'.*select"):
+        SelectionPolicy.from_data([{"name": "broken", "reason": "no targets"}])
+    with pytest.raises(ConfigError, match="callers"):
+        SelectionPolicy.from_data([{"name": "c", "select": ["docs"], "reason": "r", "callers": ["admin"]}])
