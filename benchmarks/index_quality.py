@@ -132,13 +132,22 @@ async def lancedb_peer(
     return runs
 
 
-async def scifact(data_dir: Path) -> dict[str, Any]:
+async def scifact(data_dir: Path, max_docs: int | None) -> dict[str, Any]:
     folder = data_dir / "scifact"
     corpus = load_jsonl(folder / "corpus.jsonl")
     qrels = load_qrels(folder / "qrels" / "train.tsv")
     queries = [(q["_id"], q["text"]) for q in load_jsonl(folder / "queries-train.jsonl") if q["_id"] in qrels]
-    docs = write_corpus(corpus, CACHE / "scifact-docs")
-    async with DocumentIndex.open(settings(), collection="scifact") as index:
+    if max_docs and max_docs < len(corpus):
+        # Every judged document, then the others in id order up to max_docs (a smaller haystack,
+        # the same for every system; the default is the whole corpus).
+        judged = {doc for rel in qrels.values() for doc in rel}
+        ordered = sorted(corpus, key=lambda d: (d["_id"] not in judged, d["_id"]))
+        corpus = sorted(ordered[:max_docs], key=lambda d: d["_id"])
+        docs = write_corpus(corpus, CACHE / f"scifact-docs-judged+{max_docs}")
+    else:
+        docs = write_corpus(corpus, CACHE / "scifact-docs")
+    collection = "scifact" if not max_docs else f"scifact_{max_docs}"
+    async with DocumentIndex.open(settings(), collection=collection) as index:
         started = time.perf_counter()
 
         def progress(report: Any) -> None:
@@ -165,7 +174,9 @@ async def scifact(data_dir: Path) -> dict[str, Any]:
     query_ids = [q for q, _ in queries]
     scores = {name: mean_ndcg(run, qrels, query_ids) for name, run in {**ours, **peer}.items()}
     return {
-        "dataset": "scifact-train",
+        "dataset": "scifact-train"
+        if not max_docs
+        else f"scifact-train (every judged doc + others: {len(corpus)} docs)",
         "docs": len(corpus),
         "chunks": info.rows,
         "queries": len(queries),
@@ -222,6 +233,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("data_dir", nargs="?", default=str(default_data_dir()))
     parser.add_argument("--xquad-queries", type=int, default=300, help="questions per language (of 1,190)")
     parser.add_argument("--langs", default=",".join(XQUAD_LANGS))
+    parser.add_argument(
+        "--max-docs",
+        type=int,
+        default=None,
+        help="index every judged SciFact doc plus others up to N (default: all)",
+    )
     parser.add_argument("--no-scifact", action="store_true")
     parser.add_argument("--no-xquad", action="store_true")
     args = parser.parse_args()
@@ -234,7 +251,7 @@ async def main(args: argparse.Namespace) -> None:
     data_dir = Path(args.data_dir)
     payload: dict[str, Any] = {"python": platform.python_version(), "lancedb": lancedb.__version__}
     if not args.no_scifact:
-        result = await scifact(data_dir)
+        result = await scifact(data_dir, args.max_docs)
         payload["scifact"] = result
         scores = result["ndcg@10"]
         print(

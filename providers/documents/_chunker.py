@@ -21,6 +21,10 @@ from itertools import accumulate
 from typing import Protocol
 
 from simone.providers.documents._loaders import LoadedDocument
+from simone.runtime import ConfigError
+
+CHUNKER_VERSION = 2
+"""Bumped whenever the same text would be chunked differently (files are then re-chunked)."""
 
 CONTEXT_MAX_TOKENS = 24
 """The context line (title › headings) is cut to this many tokens so the chunk keeps most room."""
@@ -108,7 +112,7 @@ class Chunk:
         ordinal: position of the chunk in its document.
         tokens: model tokens of ``embed_text`` including special tokens.
         digest: sha256 of ``embed_text`` — the embedding cache key within a space.
-        file_digest: sha256 of the whole file's bytes.
+        file_digest: sha256 of the file's bytes and the chunker's signature (see :meth:`Chunker.state`).
         kind: the document kind; ``language`` the source language for code.
     """
 
@@ -171,12 +175,20 @@ class Chunker:
     def __init__(self, counter: TokenCounter, *, max_tokens: int = 256, overlap_tokens: int = 32) -> None:
         room = max_tokens - counter.special_tokens
         if room < 16:
-            raise ValueError(f"max_tokens={max_tokens} leaves no room for text")
+            raise ConfigError(f"index.chunk_tokens={max_tokens} leaves no room for text; use at least 32")
         if overlap_tokens < 0 or overlap_tokens >= room // 2:
-            raise ValueError("overlap_tokens must be >= 0 and under half of the window")
+            raise ConfigError(
+                f"index.chunk_overlap_tokens={overlap_tokens} must be under half of the chunk "
+                f"({room // 2} for chunk_tokens={max_tokens}); lower the overlap"
+            )
         self.counter = counter
         self.max_tokens = max_tokens
         self.overlap_tokens = overlap_tokens
+
+    @property
+    def signature(self) -> str:
+        """What decides the chunks besides the text: a file is re-chunked when this changes."""
+        return f"chunker-v{CHUNKER_VERSION}:{self.max_tokens}:{self.overlap_tokens}"
 
     def chunk(self, document: LoadedDocument, *, project: str = "") -> list[Chunk]:
         """The chunks of ``document``, in order."""
@@ -359,8 +371,12 @@ class Chunker:
             pieces.append(line[spans[current[0]][0] : spans[current[-1]][1]])
         return pieces
 
-    @staticmethod
+    def state(self, document_digest: str) -> str:
+        """The per-file state stored with its chunks: the file's digest under this chunker."""
+        return hashlib.sha256(f"{document_digest}\x1f{self.signature}".encode()).hexdigest()
+
     def _make(
+        self,
         document: LoadedDocument,
         project: str,
         section: _Section,
@@ -371,6 +387,7 @@ class Chunker:
         ordinal: int,
     ) -> Chunk:
         digest = text_digest(embed_text)
+        file_state = self.state(document.digest)
         line_start, line_end = start + 1, end + 1
         return Chunk(
             id=chunk_id(project, document.path, line_start, line_end, digest),
@@ -385,7 +402,7 @@ class Chunker:
             ordinal=ordinal,
             tokens=0,
             digest=digest,
-            file_digest=document.digest,
+            file_digest=file_state,
             kind=document.kind,
             language=document.language,
         )

@@ -472,7 +472,7 @@ class DocumentIndex:
         data = read_bytes(source, self.settings.max_file_bytes)
         if isinstance(data, SkippedFile):
             return _Prepared(source, path, skipped=data)
-        if existing.get(path) == file_digest(data):
+        if existing.get(path) == self.chunker.state(file_digest(data)):
             return _Prepared(source, path, unchanged=True)
         loaded = load_bytes(source, data)
         if isinstance(loaded, SkippedFile):

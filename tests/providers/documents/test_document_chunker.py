@@ -7,6 +7,7 @@ from hypothesis import given, settings, strategies as st
 from simone.providers.documents import Chunk, Chunker, HFTokenCounter, LoadedDocument
 from simone.providers.documents._chunker import chunk_id, text_digest
 from simone.providers.embeddings import load_tokenizer
+from simone.runtime import ConfigError
 
 TOKENIZER = load_tokenizer(max_tokens=None, pad=False)
 COUNTER = HFTokenCounter(TOKENIZER)
@@ -126,9 +127,9 @@ def test_ids_are_stable_and_change_with_the_text() -> None:
 
 
 def test_bad_sizes_are_refused() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ConfigError, match="no room"):
         Chunker(COUNTER, max_tokens=10)
-    with pytest.raises(ValueError):
+    with pytest.raises(ConfigError, match="lower the overlap"):
         Chunker(COUNTER, max_tokens=64, overlap_tokens=40)
 
 

@@ -342,3 +342,21 @@ def test_the_embedding_cache_spares_a_second_collection(tmp_path: Path, tree: Pa
             assert hashing.texts_embedded == texts + 1  # only the new collection's space probe
 
     anyio.run(go)
+
+
+def test_new_chunk_settings_rechunk_unchanged_files(tmp_path: Path, tree: Path) -> None:
+    async def go() -> None:
+        async with _index(tmp_path, EmbeddingChain([HashEmbedder(16)])) as index:
+            first = await index.index_paths([tree])
+        async with _index(
+            tmp_path,
+            EmbeddingChain([HashEmbedder(16)]),
+            settings=IndexSettings(chunk_tokens=64, chunk_overlap_tokens=8),
+        ) as index:
+            second = await index.index_paths([tree])
+            assert second.files_indexed == first.files_indexed == 4
+            assert second.files_unchanged == 0
+            again = await index.index_paths([tree])
+            assert again.files_unchanged == 4 and again.chunks == 0
+
+    anyio.run(go)
