@@ -365,7 +365,9 @@ class Analyzer:
                 raise ConfigError(f"synonym group {group!r} must be a list of words or phrases")
             texts = [str(m) for m in group]
             if len(texts) < 2:
-                continue
+                raise ConfigError(
+                    f"synonym group {texts!r} has one member; a group lists two or more words or phrases"
+                )
             head = [w.word for w in self._words(texts[0])]
             if not head:
                 raise ConfigError(f"synonym group {texts!r}: the first member has no words")
@@ -540,6 +542,16 @@ class Analyzer:
             result.extend(orphans)
         return result
 
+    def _why_ignored(self, ignored: Sequence[str]) -> str:
+        project = [w for w in ignored if w in self._ignore and w not in self._stop]
+        stop = [w for w in ignored if w not in project]
+        parts = []
+        if stop:
+            parts.append("stop words: " + ", ".join(stop))
+        if project:
+            parts.append("on the project's ignore list: " + ", ".join(project))
+        return "; ".join(parts)
+
     def explain(self, query: str) -> Explanation:
         """Explain the analysis of a query: words used and ignored, synonyms applied, terms emitted."""
         words = self._words(query)
@@ -556,13 +568,13 @@ class Analyzer:
             message = "The query has no words to search for; it matches nothing."
         elif all_ignored:
             message = (
-                f"Every word of the query is a stop word or on the ignore list ({', '.join(ignored)}), "
-                "so it matches nothing; add a word that names what you are looking for."
+                f"Every word of the query is ignored ({self._why_ignored(ignored)}), so it matches "
+                "nothing; add a word that names what you are looking for."
             )
         else:
             parts = [f"Searching for {len(terms)} terms from {len(used)} words"]
             if ignored:
-                parts.append(f"ignoring {', '.join(ignored)}")
+                parts.append(f"ignoring {self._why_ignored(ignored)}")
             if uses:
                 parts.append("synonyms: " + ", ".join(f"{' '.join(u.words)} → {u.term}" for u in uses))
             message = "; ".join(parts) + "."

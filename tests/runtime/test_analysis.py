@@ -169,6 +169,8 @@ def test_ignore_list_is_analysed_like_text() -> None:
     explained = analyzer.explain("Simone")
     assert explained.words_ignored == ("simone",)
     assert explained.all_ignored
+    assert "project's ignore list: simone" in explained.message
+    assert "stop words: o" in analyzer.explain("o projeto").message
 
 
 def test_builtin_synonyms_across_languages() -> None:
@@ -215,6 +217,8 @@ def test_bad_configuration_is_a_config_error() -> None:
         Analyzer(synonyms=["car"])
     with pytest.raises(ConfigError, match="no words"):
         Analyzer(synonyms=[["!!!", "car"]])
+    with pytest.raises(ConfigError, match="one member"):
+        Analyzer(synonyms=[["car"]])
 
 
 # -- explain -------------------------------------------------------------------------------------
