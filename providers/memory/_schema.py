@@ -19,9 +19,10 @@ _SCOPE_COLUMNS = ", ".join(
 
 
 def _v1(db: sqlite3.Connection) -> None:
-    """Records with their FTS5 index, session turns and summaries with theirs, and a meta table."""
+    """Records with their FTS5 index, session turns and summaries with theirs, scope numbers, meta."""
     statements = [
         "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID",
+        "CREATE TABLE scopes (n INTEGER PRIMARY KEY, sig TEXT NOT NULL UNIQUE)",
         f"""CREATE TABLE records (
             rowid INTEGER PRIMARY KEY,
             id TEXT NOT NULL UNIQUE,
@@ -41,28 +42,27 @@ def _v1(db: sqlite3.Connection) -> None:
             data TEXT NOT NULL,
             body TEXT NOT NULL,
             fts_title TEXT NOT NULL,
-            fts_body TEXT NOT NULL,
-            fts_scope TEXT NOT NULL
+            fts_body TEXT NOT NULL
         )""",
         "CREATE INDEX records_scope ON records (scope_sig)",
         "CREATE INDEX records_updated ON records (updated_us DESC, id)",
         "CREATE INDEX records_deleted ON records (deleted_us) WHERE deleted_us IS NOT NULL",
         """CREATE VIRTUAL TABLE records_fts USING fts5(
-            fts_title, fts_body, fts_scope, content='records', content_rowid='rowid', tokenize='ascii'
+            fts_title, fts_body, content='records', content_rowid='rowid', tokenize='ascii'
         )""",
         """CREATE TRIGGER records_ai AFTER INSERT ON records BEGIN
-            INSERT INTO records_fts (rowid, fts_title, fts_body, fts_scope)
-            VALUES (new.rowid, new.fts_title, new.fts_body, new.fts_scope);
+            INSERT INTO records_fts (rowid, fts_title, fts_body)
+            VALUES (new.rowid, new.fts_title, new.fts_body);
         END""",
         """CREATE TRIGGER records_ad AFTER DELETE ON records BEGIN
-            INSERT INTO records_fts (records_fts, rowid, fts_title, fts_body, fts_scope)
-            VALUES ('delete', old.rowid, old.fts_title, old.fts_body, old.fts_scope);
+            INSERT INTO records_fts (records_fts, rowid, fts_title, fts_body)
+            VALUES ('delete', old.rowid, old.fts_title, old.fts_body);
         END""",
-        """CREATE TRIGGER records_au AFTER UPDATE OF fts_title, fts_body, fts_scope ON records BEGIN
-            INSERT INTO records_fts (records_fts, rowid, fts_title, fts_body, fts_scope)
-            VALUES ('delete', old.rowid, old.fts_title, old.fts_body, old.fts_scope);
-            INSERT INTO records_fts (rowid, fts_title, fts_body, fts_scope)
-            VALUES (new.rowid, new.fts_title, new.fts_body, new.fts_scope);
+        """CREATE TRIGGER records_au AFTER UPDATE OF fts_title, fts_body ON records BEGIN
+            INSERT INTO records_fts (records_fts, rowid, fts_title, fts_body)
+            VALUES ('delete', old.rowid, old.fts_title, old.fts_body);
+            INSERT INTO records_fts (rowid, fts_title, fts_body)
+            VALUES (new.rowid, new.fts_title, new.fts_body);
         END""",
         f"""CREATE TABLE turns (
             rowid INTEGER PRIMARY KEY,
@@ -75,23 +75,20 @@ def _v1(db: sqlite3.Connection) -> None:
             content TEXT NOT NULL,
             created_us INTEGER NOT NULL,
             fts_body TEXT NOT NULL,
-            fts_scope TEXT NOT NULL,
             UNIQUE (scope_sig, role, seq)
         )""",
         """CREATE VIRTUAL TABLE turns_fts USING fts5(
-            fts_body, fts_scope, content='turns', content_rowid='rowid', tokenize='ascii'
+            fts_body, content='turns', content_rowid='rowid', tokenize='ascii'
         )""",
         """CREATE TRIGGER turns_ai AFTER INSERT ON turns BEGIN
-            INSERT INTO turns_fts (rowid, fts_body, fts_scope) VALUES (new.rowid, new.fts_body, new.fts_scope);
+            INSERT INTO turns_fts (rowid, fts_body) VALUES (new.rowid, new.fts_body);
         END""",
         """CREATE TRIGGER turns_ad AFTER DELETE ON turns BEGIN
-            INSERT INTO turns_fts (turns_fts, rowid, fts_body, fts_scope)
-            VALUES ('delete', old.rowid, old.fts_body, old.fts_scope);
+            INSERT INTO turns_fts (turns_fts, rowid, fts_body) VALUES ('delete', old.rowid, old.fts_body);
         END""",
-        """CREATE TRIGGER turns_au AFTER UPDATE OF fts_body, fts_scope ON turns BEGIN
-            INSERT INTO turns_fts (turns_fts, rowid, fts_body, fts_scope)
-            VALUES ('delete', old.rowid, old.fts_body, old.fts_scope);
-            INSERT INTO turns_fts (rowid, fts_body, fts_scope) VALUES (new.rowid, new.fts_body, new.fts_scope);
+        """CREATE TRIGGER turns_au AFTER UPDATE OF fts_body ON turns BEGIN
+            INSERT INTO turns_fts (turns_fts, rowid, fts_body) VALUES ('delete', old.rowid, old.fts_body);
+            INSERT INTO turns_fts (rowid, fts_body) VALUES (new.rowid, new.fts_body);
         END""",
     ]
     for statement in statements:

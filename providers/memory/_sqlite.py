@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from functools import partial
@@ -69,7 +70,6 @@ from simone.providers.memory._terms import (
     default_term_analyzer,
     fts_document,
     fts_query,
-    scope_token,
 )
 from simone.runtime import (
     Analyzer,
@@ -89,6 +89,8 @@ T = TypeVar("T")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _US = timedelta(microseconds=1)
 _SUMMARY = "summary"
+_MAX_WINDOW = 4096
+"""The largest candidate window of the fast search path before the full query takes over."""
 _OPEN_ITEM = {ItemStatus.PENDING.value, ItemStatus.IN_PROGRESS.value, ItemStatus.BLOCKED.value}
 
 _RECORD_COLUMNS: tuple[str, ...] = (
@@ -232,6 +234,9 @@ class SQLiteMemoryStore:
                 db.execute(f"PRAGMA busy_timeout = {int(self._settings.busy_timeout_s * 1000)}")
                 db.execute("PRAGMA journal_mode = WAL")
                 db.execute("PRAGMA synchronous = NORMAL")
+                # a larger page cache and memory-mapped reads keep rank-then-fetch lookups off the syscalls
+                db.execute("PRAGMA cache_size = -65536")
+                db.execute("PRAGMA mmap_size = 268435456")
                 if self._analyzer is None:
                     self._analyzer = default_term_analyzer()
                 fingerprint = analyzer_fingerprint(self._analyzer, self._analyzer_key)
@@ -257,12 +262,13 @@ class SQLiteMemoryStore:
     def _reindex(self, db: sqlite3.Connection) -> None:
         """Re-analyse every record and turn (the analysis changed since they were written)."""
         for row in db.execute(f"SELECT {_SELECT_RECORD} FROM records r").fetchall():
-            title, body = self._fts(self._record(row))
+            title, body = self._fts(db, self._record(row))
             db.execute(
                 "UPDATE records SET fts_title = ?, fts_body = ? WHERE rowid = ?", (title, body, row["rowid"])
             )
-        for rowid, content in db.execute("SELECT rowid, content FROM turns").fetchall():
-            db.execute("UPDATE turns SET fts_body = ? WHERE rowid = ?", (self._terms(content), rowid))
+        for rowid, content, signature in db.execute("SELECT rowid, content, scope_sig FROM turns").fetchall():
+            terms = self._terms(content, self._scope_number(db, signature))
+            db.execute("UPDATE turns SET fts_body = ? WHERE rowid = ?", (terms, rowid))
 
     def _close_sync(self) -> None:
         with self._lock:
@@ -325,17 +331,32 @@ class SQLiteMemoryStore:
             raise ConfigError("the memory clock must return timezone-aware datetimes")
         return now.astimezone(UTC)
 
-    def _terms(self, text: str) -> str:
+    def _terms(self, text: str, scope_number: int) -> str:
         assert self._analyzer is not None
-        return fts_document(self._analyzer.terms(text))
+        return fts_document(self._analyzer.terms(text), scope_number)
 
-    def _fts(self, record: MemoryRecord) -> tuple[str, str]:
+    def _fts(self, db: sqlite3.Connection, record: MemoryRecord) -> tuple[str, str]:
         title, body = index_text(record)
-        return self._terms(title), self._terms(body)
+        number = self._scope_number(db, scope_signature(record.scope))
+        return self._terms(title, number), self._terms(body, number)
 
     @staticmethod
-    def _scope_tokens(context: TrustedContext) -> list[str]:
-        return [scope_token(signature) for signature in visible_signatures(context)]
+    def _scope_number(db: sqlite3.Connection, signature: str) -> int:
+        """The number of a scope signature (created inside the caller's write transaction)."""
+        row = db.execute("SELECT n FROM scopes WHERE sig = ?", (signature,)).fetchone()
+        if row is not None:
+            return int(row[0])
+        cursor = db.execute("INSERT INTO scopes (sig) VALUES (?)", (signature,))
+        assert cursor.lastrowid is not None
+        return int(cursor.lastrowid)
+
+    @staticmethod
+    def _visible_numbers(db: sqlite3.Connection, context: TrustedContext) -> list[int]:
+        """The numbers of the scopes that exist and are visible to ``context``."""
+        signatures = visible_signatures(context)
+        marks = ", ".join("?" for _ in signatures)
+        rows = db.execute(f"SELECT n FROM scopes WHERE sig IN ({marks}) ORDER BY n", signatures)
+        return [int(row[0]) for row in rows.fetchall()]
 
     def _check_body(self, text: str, what: str) -> None:
         limit = self._settings.max_body_chars
@@ -402,12 +423,12 @@ class SQLiteMemoryStore:
         return tuple(values[column] for column in _RECORD_COLUMNS)
 
     def _insert(self, db: sqlite3.Connection, record: MemoryRecord) -> None:
-        title, body = self._fts(record)
-        columns = (*_RECORD_COLUMNS, "fts_title", "fts_body", "fts_scope")
+        title, body = self._fts(db, record)
+        columns = (*_RECORD_COLUMNS, "fts_title", "fts_body")
         marks = ", ".join("?" for _ in columns)
         db.execute(
             f"INSERT INTO records ({', '.join(columns)}) VALUES ({marks})",
-            (*self._values(record), title, body, scope_token(scope_signature(record.scope))),
+            (*self._values(record), title, body),
         )
 
     def _save(self, db: sqlite3.Connection, rowid: int, old: MemoryRecord, new: MemoryRecord) -> None:
@@ -415,7 +436,7 @@ class SQLiteMemoryStore:
         values: tuple[Any, ...] = self._values(new)
         if index_text(old) != index_text(new):
             columns = (*columns, "fts_title", "fts_body")
-            values = (*values, *self._fts(new))
+            values = (*values, *self._fts(db, new))
         assignments = ", ".join(f"{column} = ?" for column in columns)
         db.execute(f"UPDATE records SET {assignments} WHERE rowid = ?", (*values, rowid))
 
@@ -923,9 +944,8 @@ class SQLiteMemoryStore:
 
     def _search_sync(self, context: TrustedContext, query: SearchQuery) -> list[SearchHit]:
         assert self._analyzer is not None
-        match = fts_query(
-            self._analyzer.terms(query.text), "{fts_title fts_body}", "fts_scope", self._scope_tokens(context)
-        )
+        db = self._read()
+        match = fts_query(self._analyzer.terms(query.text), self._visible_numbers(db, context))
         if match is None:
             return []
         condition, params = self._filters(
@@ -937,16 +957,40 @@ class SQLiteMemoryStore:
             include_inactive_facts=query.include_inactive_facts,
             now=self._now(),
         )
-        # rank and filter on small columns first; read whole rows only for the winners
-        rows = self._read().execute(
-            f"SELECT {_SELECT_RECORD}, w.rank FROM ("
-            "SELECT r.rowid AS rid, bm25(records_fts, 3.0, 1.0, 0.0) AS rank, r.updated_us AS u, r.id AS i "
+        # Fast path: the best ``window`` rows by BM25 from the index alone, then the filters and the
+        # tie-break on those few rows. It is exact when the index had fewer matches than the window, or
+        # when the last hit kept ranks strictly better than the worst candidate (so no row outside the
+        # window can tie with or beat it); otherwise the window grows, and at last the full query runs.
+        window = max(4 * query.limit, 64)
+        while window <= _MAX_WINDOW:
+            candidates = db.execute(
+                "SELECT rowid, bm25(records_fts, 3.0, 1.0) AS score FROM records_fts "
+                "WHERE records_fts MATCH ? ORDER BY score LIMIT ?",
+                (match, window),
+            ).fetchall()
+            ranks = {int(rowid): float(score) for rowid, score in candidates}
+            if not ranks:
+                return []
+            marks = ", ".join("?" for _ in ranks)
+            rows = db.execute(
+                f"SELECT {_SELECT_RECORD} FROM records r WHERE r.rowid IN ({marks}) AND {condition}",
+                (*ranks, *params),
+            ).fetchall()
+            rows.sort(key=lambda row: (ranks[row["rowid"]], -row["updated_us"], row["id"]))
+            rows = rows[: query.limit]
+            worst = float(candidates[-1][1])
+            if len(candidates) < window or (len(rows) == query.limit and ranks[rows[-1]["rowid"]] < worst):
+                return [SearchHit(record=self._record(row), score=-ranks[row["rowid"]]) for row in rows]
+            window *= 8
+        full = db.execute(
+            f"SELECT {_SELECT_RECORD}, w.score FROM ("
+            "SELECT r.rowid AS rid, bm25(records_fts, 3.0, 1.0) AS score, r.updated_us AS u, r.id AS i "
             "FROM records_fts JOIN records r ON r.rowid = records_fts.rowid "
-            f"WHERE records_fts MATCH ? AND {condition} ORDER BY rank, u DESC, i LIMIT ?"
-            ") w JOIN records r ON r.rowid = w.rid ORDER BY w.rank, w.u DESC, w.i",
+            f"WHERE records_fts MATCH ? AND {condition} ORDER BY score, u DESC, i LIMIT ?"
+            ") w JOIN records r ON r.rowid = w.rid ORDER BY w.score, w.u DESC, w.i",
             (match, *params, query.limit),
         )
-        return [SearchHit(record=self._record(row), score=-float(row["rank"])) for row in rows.fetchall()]
+        return [SearchHit(record=self._record(row), score=-float(row["score"])) for row in full.fetchall()]
 
     # -- session memory --------------------------------------------------------------------------------
 
@@ -989,7 +1033,8 @@ class SQLiteMemoryStore:
         content: str,
         created: datetime,
     ) -> None:
-        columns = (*_TURN_COLUMNS, "fts_body", "fts_scope")
+        columns = (*_TURN_COLUMNS, "fts_body")
+        signature = scope_signature(scope)
         db.execute(
             f"INSERT INTO turns ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})",
             (
@@ -1001,8 +1046,7 @@ class SQLiteMemoryStore:
                 through_seq,
                 content,
                 _us(created),
-                self._terms(content),
-                scope_token(scope_signature(scope)),
+                self._terms(content, self._scope_number(db, signature)),
             ),
         )
 
@@ -1138,11 +1182,12 @@ class SQLiteMemoryStore:
     def _search_session_sync(self, context: TrustedContext, text: str, limit: int) -> list[SessionHit]:
         assert self._analyzer is not None
         condition, params = self._session_condition(context)
-        match = fts_query(self._analyzer.terms(text), "fts_body", "fts_scope", self._scope_tokens(context))
+        db = self._read()
+        match = fts_query(self._analyzer.terms(text), self._visible_numbers(db, context))
         if match is None:
             return []
-        rows = self._read().execute(
-            f"SELECT {_SELECT_TURN}, bm25(turns_fts, 1.0, 0.0) AS rank FROM turns_fts "
+        rows = db.execute(
+            f"SELECT {_SELECT_TURN}, bm25(turns_fts) AS rank FROM turns_fts "
             "JOIN turns t ON t.rowid = turns_fts.rowid "
             f"WHERE turns_fts MATCH ? AND {condition} ORDER BY rank, t.created_us DESC, t.id LIMIT ?",
             (match, *params, limit),
@@ -1220,7 +1265,7 @@ class SQLiteMemoryStore:
         ids = [record.id for record in document.records]
         turn_ids = [turn.id for turn in document.turns] + [summary.id for summary in document.summaries]
         for label, values in (("record", ids), ("turn", turn_ids)):
-            duplicates = sorted({value for value in values if values.count(value) > 1})
+            duplicates = sorted(value for value, seen in Counter(values).items() if seen > 1)
             if duplicates:
                 problems.append(f"duplicate {label} ids {duplicates[:5]}")
         required = {

@@ -1,4 +1,4 @@
-"""Analysed terms as SQLite FTS5 tokens.
+"""Analysed terms as SQLite FTS5 tokens, partitioned by scope.
 
 The shared analysis (:class:`simone.runtime.Analyzer`) turns text into terms in any language — words,
 prefixes, CJK bigrams. FTS5's own tokenizers could split those terms again, so each term is mapped to a
@@ -6,10 +6,11 @@ token the ``ascii`` tokenizer keeps whole (the term itself when that is safe, el
 collisions are negligible at memory's scale). The same mapping serves documents and queries, so BM25
 inside SQLite ranks exactly the shared analysis's terms.
 
-Each row also carries one *scope token* (a digest of its scope signature) in a third column that BM25
-weighs 0. A query ANDs its terms with the tokens of every scope the trusted context may see (at most
-2^6), so FTS5 scores only rows in scope instead of every row that shares a term — the difference between
-milliseconds and a linear scan of the whole table at 100k records.
+Every token also carries the number of the scope its record was written under (``term`` + ``ˡ`` +
+base-36 number; the numbers live in the ``scopes`` table). Posting lists are therefore per scope: a query
+asks for its terms in each scope the trusted context may see, so FTS5 merges and scores only rows in
+scope — at 100k records in 10 scopes it touches a tenth of the index instead of all of it — and term
+statistics (document frequency) are per scope, so one scope's records never shift another's ranking.
 """
 
 from __future__ import annotations
@@ -41,8 +42,9 @@ class TermAnalyzer(Protocol):
 _PLAIN = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
 _HASHED = "\u02b0"
 """Marks a hashed term token (non-ASCII, so the ``ascii`` tokenizer keeps it inside the token)."""
-_SCOPE = "\u02e2"
-"""Marks a scope token."""
+_SCOPED = "\u02e1"
+"""Separates a term token from its scope number (never part of a term token)."""
+_DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"
 
 
 def _digest(text: str) -> str:
@@ -51,7 +53,7 @@ def _digest(text: str) -> str:
 
 
 def fts_token(term: str) -> str:
-    """The FTS5-safe token of one analysed term.
+    """The FTS5-safe token of one analysed term (without its scope).
 
     A term whose ASCII characters are all lower-case letters and digits is its own token (the ``ascii``
     tokenizer keeps every non-ASCII character inside a token); any other term becomes a marked 64-bit
@@ -59,36 +61,40 @@ def fts_token(term: str) -> str:
     """
     if (
         term
-        and not term.startswith((_HASHED, _SCOPE))
+        and not term.startswith(_HASHED)
+        and _SCOPED not in term
         and all(ch in _PLAIN or not ch.isascii() for ch in term)
     ):
         return term
     return _HASHED + _digest(term)
 
 
-def scope_token(signature: str) -> str:
-    """The token of a scope signature (its own FTS5 column, weight 0 in BM25)."""
-    return _SCOPE + _digest(signature)
+def scope_suffix(number: int) -> str:
+    """The suffix that puts a token in scope ``number``."""
+    digits = ""
+    while True:
+        number, rest = divmod(number, 36)
+        digits = _DIGITS[rest] + digits
+        if not number:
+            return _SCOPED + digits
 
 
-def fts_document(terms: Iterable[str]) -> str:
-    """The indexed text of a field: its terms as tokens, in order, repetitions kept (they are tf)."""
-    return " ".join(fts_token(term) for term in terms)
+def fts_document(terms: Iterable[str], scope_number: int) -> str:
+    """The indexed text of a field: its terms as scoped tokens, in order, repetitions kept (they are tf)."""
+    suffix = scope_suffix(scope_number)
+    return " ".join(fts_token(term) + suffix for term in terms)
 
 
-def fts_query(
-    terms: Iterable[str], text_columns: str, scope_column: str, scopes: Iterable[str]
-) -> str | None:
-    """An FTS5 query: any of the terms in ``text_columns``, and one of the scope tokens in ``scope_column``.
+def fts_query(terms: Iterable[str], scope_numbers: Iterable[int]) -> str | None:
+    """An FTS5 query matching any of the terms in any of the scopes.
 
-    Returns ``None`` when there is no term: nothing is relevant to such a query.
+    Returns ``None`` when there is no term or no scope: nothing is relevant to such a query.
     """
     tokens = list(dict.fromkeys(fts_token(term) for term in terms))[:MAX_QUERY_TERMS]
-    if not tokens:
+    suffixes = [scope_suffix(number) for number in scope_numbers]
+    if not tokens or not suffixes:
         return None
-    words = " OR ".join(f'"{token}"' for token in tokens)
-    allowed = " OR ".join(f'"{token}"' for token in scopes)
-    return f"{text_columns} : ({words}) AND {scope_column} : ({allowed})"
+    return " OR ".join(f'"{token}{suffix}"' for suffix in suffixes for token in tokens)
 
 
 def analyzer_fingerprint(analyzer: TermAnalyzer, key: str = "") -> str:

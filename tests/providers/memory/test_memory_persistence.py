@@ -176,12 +176,16 @@ def test_killed_writer_leaves_database_consistent(tmp_path: Path, kill_after: in
     path = tmp_path / "crash.sqlite3"
     script = tmp_path / "crasher.py"
     script.write_text(_CRASHER)
-    proc = subprocess.Popen([sys.executable, str(script), str(path)], stdout=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None and proc.stderr is not None
     acknowledged = 0
     while acknowledged < kill_after * 2:
         line = proc.stdout.readline()
-        assert line, "the writer died on its own"
+        if not line:
+            proc.wait(timeout=30)
+            pytest.fail(f"the writer died on its own: {proc.stderr.read()}")
         acknowledged = int(line)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)

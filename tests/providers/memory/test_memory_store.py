@@ -434,3 +434,33 @@ async def test_closed_store_and_naive_clock(
             pass
     with pytest.raises(ConfigError, match="file path"):
         SQLiteMemoryStore(":memory:")
+
+
+async def test_fast_search_path_equals_full_query(
+    make_store: Callable[..., SQLiteMemoryStore], alice: TrustedContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ties across the candidate window, rare kinds and deleted rows: both paths give the same hits."""
+    frozen = ManualClock()
+    async with make_store(clock=frozen) as store:
+        for index in range(150):
+            await store.create(alice, NoteCreate(title="weekly sync", body="weekly sync agenda"))
+            if index % 50 == 0:
+                await store.create(alice, TodoCreate(title="weekly sync prep", body="agenda"))
+                frozen.advance(timedelta(seconds=1))
+        listed = await store.list_records(alice, ListQuery(limit=200))
+        for victim in listed[::7]:
+            await store.delete(alice, victim.id)
+        queries = [
+            SearchQuery(text="weekly sync", limit=10),
+            SearchQuery(text="weekly sync", limit=100),
+            SearchQuery(text="agenda", kinds=[RecordKind.TODO], limit=5),
+            SearchQuery(text="sync prep", status=["pending"], limit=3),
+        ]
+        fast = [await store.search_records(alice, query) for query in queries]
+        monkeypatch.setattr("simone.providers.memory._sqlite._MAX_WINDOW", 0)
+        full = [await store.search_records(alice, query) for query in queries]
+    assert fast == full
+    assert len(fast[1]) == 100 and all(hit.record.deleted_at is None for hit in fast[1])
+    ties = [hit for hit in fast[0] if hit.score == fast[0][0].score]
+    expected = sorted(ties, key=lambda hit: (-hit.record.updated_at.timestamp(), hit.record.id))
+    assert len(ties) > 1 and ties == expected, "equal scores: newest update first, then id"
