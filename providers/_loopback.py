@@ -21,7 +21,7 @@ import re
 import ssl
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
@@ -184,7 +184,7 @@ class LoopbackWeb:
             path = "/" + path
         return f"{self.scheme}://{host}:{self.port}{path}"
 
-    def resolver(self, extra: dict[str, Sequence[str]] | None = None) -> Callable[[str, int], Any]:
+    def resolver(self, extra: Mapping[str, Sequence[str]] | None = None) -> Callable[[str, int], Any]:
         """A resolver for :class:`~simone.providers.web.SafeFetcher`: virtual hosts → 127.0.0.1.
 
         ``extra`` adds fixed answers (e.g. ``{"intranet.test": ["10.0.0.7"]}`` to test the SSRF guard);

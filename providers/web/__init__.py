@@ -44,6 +44,7 @@ from simone.providers.web._provider import (
     check_web_caller as check_web_caller,
     error_from_failures as error_from_failures,
     web_evidence as web_evidence,
+    with_instruction_flags as with_instruction_flags,
 )
 from simone.providers.web._searcher import (
     PageOutcome as PageOutcome,
@@ -106,4 +107,5 @@ __all__ = (
     "system_resolver",
     "truncate_query",
     "web_evidence",
+    "with_instruction_flags",
 )

@@ -10,6 +10,7 @@ import anyio
 from simone.providers.web._extract import rank_passages, split_passages
 from simone.providers.web._searcher import PageOutcome, WebSearcher
 from simone.runtime import (
+    CONTAINMENT_VERSION,
     AccessDenied,
     Caller,
     Evidence,
@@ -27,7 +28,9 @@ from simone.runtime import (
     RetrievalRequest,
     TrustedContext,
     contain_untrusted,
+    find_instruction_like,
     normalize_url,
+    strip_hidden,
 )
 
 WEB_CALLERS = frozenset({Caller.RESEARCHER, Caller.RESEARCH_WORKFLOW})
@@ -80,25 +83,40 @@ def web_evidence(
     content: str,
     score: float,
     metadata: dict[str, Any],
+    scan: bool = True,
 ) -> Evidence:
-    """Untrusted web evidence: text contained (hidden characters stripped, instructions flagged)."""
-    contained = contain_untrusted(content)
+    """Untrusted web evidence: hidden characters stripped and, with ``scan``, instructions flagged.
+
+    ``scan=False`` leaves the instruction scan of the content to :func:`with_instruction_flags`, for
+    callers that first pack many candidates and only scan what they keep.
+    """
+    cleaned = strip_hidden(content)
     title_clean = contain_untrusted(title)
     meta = dict(metadata)
-    meta["containment"] = contained.version
-    meta["hidden_removed"] = contained.hidden_removed + title_clean.hidden_removed
-    flags = [flag.model_dump() for flag in (*title_clean.flags, *contained.flags)]
-    if flags:
-        meta["instruction_like"] = flags
-    return Evidence.create(
+    meta["containment"] = CONTAINMENT_VERSION
+    meta["hidden_removed"] = cleaned.removed + title_clean.hidden_removed
+    if title_clean.flags:
+        meta["instruction_like"] = [flag.model_dump() for flag in title_clean.flags]
+    item = Evidence.create(
         provider=ProviderKind.WEB_SEARCH,
         provider_name=provider_name,
         locator=url,
-        content=contained.text,
+        content=cleaned.text,
         title=" ".join(title_clean.text.split()),
         score=score,
         metadata=meta,
     )
+    return with_instruction_flags(item) if scan else item
+
+
+def with_instruction_flags(item: Evidence) -> Evidence:
+    """``item`` with the instruction-like passages of its content added to ``metadata``."""
+    flags = [flag.model_dump() for flag in find_instruction_like(item.content)]
+    if not flags:
+        return item
+    metadata = dict(item.metadata)
+    metadata["instruction_like"] = [*metadata.get("instruction_like", []), *flags]
+    return item.model_copy(update={"metadata": metadata})
 
 
 class WebSearchProvider:

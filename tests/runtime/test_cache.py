@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TypeVar
 
 import anyio
 import pytest
 from simone.runtime import (
+    CacheLookup,
     CacheStats,
     CacheStatus,
     ConfigError,
@@ -13,6 +16,7 @@ from simone.runtime import (
     page_cache_key,
     search_cache_key,
 )
+from simone.runtime._cache import CacheEntry
 
 
 class FakeClock:
@@ -26,14 +30,17 @@ class FakeClock:
         self.now += seconds
 
 
-def run(fn):  # type: ignore[no-untyped-def]
+T = TypeVar("T")
+
+
+def run(fn: Callable[[], Awaitable[T]]) -> T:
     return anyio.run(fn)
 
 
 def test_second_run_hits_the_persistent_layer(tmp_path: Path) -> None:
     clock = FakeClock()
 
-    async def main() -> tuple[CacheStats, CacheStats, object]:
+    async def main() -> tuple[CacheStats, CacheStats, CacheLookup]:
         async with ResearchCache(tmp_path / "c", clock=clock) as cache:
             first = cache.session()
             miss = await first.get("page", "k", Freshness.AUTO)
@@ -48,7 +55,7 @@ def test_second_run_hits_the_persistent_layer(tmp_path: Path) -> None:
     first, second, hit = run(main)
     assert first.page_misses == 1 and first.writes == 1
     assert second.page_hits == 1 and second.page_misses == 0
-    assert hit.status is CacheStatus.HIT and hit.value == {"text": "hello"}  # type: ignore[attr-defined]
+    assert hit.status is CacheStatus.HIT and hit.value == {"text": "hello"}
 
 
 def test_ttl_expiry_with_a_fake_clock(tmp_path: Path) -> None:
@@ -71,7 +78,7 @@ def test_ttl_expiry_with_a_fake_clock(tmp_path: Path) -> None:
 def test_cached_serves_stale_and_says_so(tmp_path: Path) -> None:
     clock = FakeClock()
 
-    async def main() -> tuple[object, CacheStats]:
+    async def main() -> tuple[CacheLookup, CacheStats]:
         async with ResearchCache(tmp_path, clock=clock) as cache:
             await cache.session().put("page", "u", "old text", ttl_s=10)
             clock.advance(100)
@@ -80,15 +87,15 @@ def test_cached_serves_stale_and_says_so(tmp_path: Path) -> None:
             return lookup, session.stats()
 
     lookup, stats = run(main)
-    assert lookup.status is CacheStatus.STALE  # type: ignore[attr-defined]
-    assert lookup.value == "old text" and lookup.age_s == pytest.approx(100)  # type: ignore[attr-defined]
+    assert lookup.status is CacheStatus.STALE
+    assert lookup.value == "old text" and lookup.age_s == pytest.approx(100)
     assert stats.stale_served == 1 and stats.page_hits == 1
 
 
 def test_fresh_bypasses_reads_but_writes(tmp_path: Path) -> None:
     clock = FakeClock()
 
-    async def main() -> tuple[CacheStatus, CacheStatus, object, CacheStats]:
+    async def main() -> tuple[CacheStatus, CacheStatus, CacheLookup, CacheStats]:
         async with ResearchCache(tmp_path, clock=clock) as cache:
             await cache.session().put("page", "u", "v1", ttl_s=100)
             session = cache.session()
@@ -101,14 +108,14 @@ def test_fresh_bypasses_reads_but_writes(tmp_path: Path) -> None:
     bypassed, again, later, stats = run(main)
     assert bypassed is CacheStatus.BYPASSED
     assert again is CacheStatus.HIT
-    assert later.value == "v2"  # type: ignore[attr-defined]
+    assert later.value == "v2"
     assert stats.bypassed == 1 and stats.writes == 1
 
 
 def test_a_good_entry_is_never_overwritten_by_an_expired_one(tmp_path: Path) -> None:
     clock = FakeClock()
 
-    async def main() -> tuple[bool, object, CacheStats]:
+    async def main() -> tuple[bool, CacheLookup, CacheStats]:
         async with ResearchCache(tmp_path, clock=clock) as cache:
             await cache.session().put("page", "u", "good", ttl_s=1000)
             session = cache.session()
@@ -119,14 +126,14 @@ def test_a_good_entry_is_never_overwritten_by_an_expired_one(tmp_path: Path) -> 
 
     stored, lookup, stats = run(main)
     assert stored is False
-    assert lookup.value == "good"  # type: ignore[attr-defined]
+    assert lookup.value == "good"
     assert stats.kept_existing == 1 and stats.writes == 0
 
 
 def test_partial_results_stay_run_local(tmp_path: Path) -> None:
     clock = FakeClock()
 
-    async def main() -> tuple[bool, object, object]:
+    async def main() -> tuple[bool, CacheLookup, CacheLookup]:
         async with ResearchCache(tmp_path, clock=clock) as cache:
             session = cache.session()
             stored = await session.put("search", "q", {"hits": [1]}, ttl_s=100, complete=False)
@@ -136,8 +143,8 @@ def test_partial_results_stay_run_local(tmp_path: Path) -> None:
 
     stored, same_run, next_run = run(main)
     assert stored is False
-    assert same_run.status is CacheStatus.HIT and same_run.complete is False  # type: ignore[attr-defined]
-    assert next_run.status is CacheStatus.MISS  # type: ignore[attr-defined]
+    assert same_run.status is CacheStatus.HIT and same_run.complete is False
+    assert next_run.status is CacheStatus.MISS
 
 
 def test_expired_entries_are_evicted_after_the_stale_window(tmp_path: Path) -> None:
@@ -182,8 +189,7 @@ def test_memory_only_cache_and_malformed_entries() -> None:
             bad = (await cache.session().get("page", "b", Freshness.AUTO)).status
             return hit, bad
 
-    def cache_entry_garbage():  # type: ignore[no-untyped-def]
-        from simone.runtime._cache import CacheEntry
+    def cache_entry_garbage() -> CacheEntry:
 
         return CacheEntry(value=None, stored_at=0, ttl_s=1, complete=False)
 

@@ -33,6 +33,7 @@ from simone.providers.web import (
     rank_passages,
     split_passages,
     web_evidence,
+    with_instruction_flags,
 )
 from simone.runtime import (
     AccessDenied,
@@ -445,6 +446,7 @@ class WebResearch:
                     content="\n…\n".join(texts[source.key]),
                     score=round(scores[source.key], 6),
                     metadata=metadata,
+                    scan=False,  # only what is packed is scanned, below
                 )
             )
         packed = pack(
@@ -473,6 +475,7 @@ class WebResearch:
                 )
             else:
                 item = item.model_copy(update={"metadata": {**item.metadata, "tokens": tokens}})
+            item = with_instruction_flags(item)
             evidence.append(item.model_copy(update={"rank": len(evidence) + 1}))
             source = state.sources[normalize_url(item.locator)]
             views.append(

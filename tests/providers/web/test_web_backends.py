@@ -172,7 +172,7 @@ async def test_a_refused_key_is_a_configuration_problem(web: LoopbackWeb) -> Non
 def test_backends_from_settings() -> None:
     client = httpx.AsyncClient()
     assert backends_from_settings(WebSettings(), client) == []
-    settings = WebSettings(searxng_url="http://127.0.0.1:8888", tavily_api_key="t")  # type: ignore[arg-type]
+    settings = WebSettings(searxng_url="http://127.0.0.1:8888", tavily_api_key="t")
     assert [b.name for b in backends_from_settings(settings, client)] == ["searxng", "tavily"]
     with pytest.raises(ProviderNotConfigured, match="SIMONE_WEB__BRAVE_API_KEY"):
         backends_from_settings(WebSettings(backends=["brave"]), client)

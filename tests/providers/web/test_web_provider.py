@@ -28,7 +28,7 @@ pytestmark = pytest.mark.anyio
 async def stack(web: LoopbackWeb, tmp_path: Path, **fields: Any) -> AsyncIterator[WebStack]:
     settings = Settings(
         data_dir=tmp_path,
-        web={  # type: ignore[arg-type]
+        web={
             "searxng_url": web.search_url,
             "allowed_networks": ["127.0.0.1/32"],
             "request_timeout_s": 2.0,

@@ -52,7 +52,7 @@ def web_settings(web: LoopbackWeb, tmp_path: Path, **web_fields: Any) -> Setting
         "cache_dir": tmp_path / "web-cache",
     }
     fields.update(web_fields)
-    return Settings(data_dir=tmp_path, web=fields)  # type: ignore[arg-type]
+    return Settings(data_dir=tmp_path, web=fields)
 
 
 @pytest.fixture

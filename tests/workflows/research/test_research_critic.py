@@ -242,7 +242,7 @@ def test_budgets_never_exceed_presets_or_caps(
     depth: Depth, values: dict[str, int], caps: dict[str, int], context_tokens: int | None
 ) -> None:
     request = WebResearchRequest.create("Lake Varnholm depth", depth=depth, **values)
-    settings_ = WebSettings(**caps)  # type: ignore[arg-type]
+    settings_ = WebSettings(**caps)
     budget = resolve_budget(request, settings_, context_tokens=context_tokens)
     preset = DEPTH_PRESETS[depth]
     assert 1 <= budget.max_queries <= min(preset.queries, settings_.max_queries)
