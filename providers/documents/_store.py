@@ -400,13 +400,19 @@ class Collection:
         )
         # Vectors were checked (dimension, finite) before they got here; "null" lets LanceDB accept
         # the intentional nulls of pending rows, which its own check would count as bad vectors.
-        await builder.execute(rows if rows.num_rows else self.schema.empty_table(), on_bad_vectors="null")
+        try:
+            await builder.execute(rows if rows.num_rows else self.schema.empty_table(), on_bad_vectors="null")
+        except (OSError, RuntimeError, ValueError) as exc:
+            raise _translate(exc, f"write {rows.num_rows} chunk(s) of {len(paths)} file(s)") from exc
 
     async def delete_files(self, project: str, paths: Sequence[str]) -> None:
         """Delete every chunk of ``paths`` for ``project``."""
         for start in range(0, len(paths), 500):
             part = paths[start : start + 500]
-            await self.table.delete(f"project = {sql_string(project)} AND {sql_in('path', part)}")
+            try:
+                await self.table.delete(f"project = {sql_string(project)} AND {sql_in('path', part)}")
+            except (OSError, RuntimeError, ValueError) as exc:
+                raise _translate(exc, f"delete the chunks of {len(part)} file(s)") from exc
 
     async def fill_vectors(self, rows: pa.Table, vectors: npt.NDArray[np.float32]) -> None:
         """Store ``vectors`` in the (pending) ``rows``; rows changed meanwhile are left alone."""
@@ -415,11 +421,14 @@ class Collection:
         updated = rows.set_column(
             index, self.schema.field("vector"), _vector_array(list(vectors), self.space.dimension)
         )
-        await (
-            self.table.merge_insert("id")
-            .when_matched_update_all(where="target.vector IS NULL")
-            .execute(updated.cast(self.schema))
-        )
+        try:
+            await (
+                self.table.merge_insert("id")
+                .when_matched_update_all(where="target.vector IS NULL")
+                .execute(updated.cast(self.schema))
+            )
+        except (OSError, RuntimeError, ValueError) as exc:
+            raise _translate(exc, f"store {rows.num_rows} vector(s)") from exc
 
     # -- indexes -----------------------------------------------------------------------------------
 
@@ -438,6 +447,12 @@ class Collection:
 
         Returns what was done, in plain words.
         """
+        try:
+            return await self._maintain(ann_min_rows=ann_min_rows, ann_kind=ann_kind, force_ann=force_ann)
+        except (OSError, RuntimeError, ValueError) as exc:
+            raise _translate(exc, "update the indexes (the data is written; the next run retries)") from exc
+
+    async def _maintain(self, *, ann_min_rows: int, ann_kind: AnnKind, force_ann: bool) -> list[str]:
         from lancedb.index import FTS
 
         done: list[str] = []
