@@ -313,3 +313,28 @@ async def test_runs_never_exceed_their_budget(
     assert (
         result.budget.max_queries <= caps["max_queries"] and result.budget.max_fetches <= caps["max_fetches"]
     )
+
+
+async def test_failures_are_never_cached(open_research: Opener, web: LoopbackWeb) -> None:
+    flaky = web.add_route("/flaky", Route(status=503, body=b"busy"), host="flaky.test")
+    web.set_search(
+        lambda query, limit: [
+            {"url": flaky, "title": "Varnholm depth", "content": "Lake Varnholm depth notes."}
+        ]
+    )
+    request = WebResearchRequest.create("Lake Varnholm depth", fetch="always", max_queries=1)
+    async with open_research() as (research, _):
+        web.script_search(Route(status=500, body=b"down"))
+        failed = await research.run(request, researcher())
+        assert failed.status is ResearchStatus.FAILED
+        first = await research.run(request, researcher())  # the failed search was not cached
+        assert first.cache.search_misses == 1 and first.sources[0].fetch_status == "http_status"
+        web.add_page(
+            "/flaky", "<html><body><p>Lake Varnholm depth is 212 metres.</p></body></html>", host="flaky.test"
+        )
+        second = await research.run(request, researcher())  # the failed fetch was not cached either
+    assert second.cache.search_hits == 1 and second.cache.page_misses == 1
+    assert second.sources[0].fetched and "212 metres" in second.evidence[0].content
+    assert (
+        second.to_json().startswith("{") and WebResearchResult.model_validate_json(second.to_json()) == second
+    )
