@@ -14,6 +14,7 @@ from typing import Any
 import anyio
 from rich.console import Console
 from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from simone.agents._runtime import Runtime, bundled_docs
 from simone.agents._synthesis import Answer
 from simone.agents.cli._settings import add_scope_arguments, event_from_args, settings_from_args
@@ -61,7 +62,26 @@ async def ensure_index(runtime: Runtime, docs: str | None, console: Console | No
         )
     if console is not None:
         console.print(f"[dim]no index yet: indexing {escape(str(chosen))} (first run)…[/]")
-    report = await index.index_paths([chosen])
+    with Progress(
+        TextColumn("[dim]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        disable=console is None,
+        transient=True,
+    ) as bar:
+        task = bar.add_task("indexing", total=None)
+
+        def progress(report: Any) -> None:
+            bar.update(
+                task,
+                total=report.files_total or None,
+                completed=report.files_done,
+                description=f"indexing: {report.chunks} chunk(s), {report.embedded} embedded",
+            )
+
+        report = await index.index_paths([chosen], progress=progress)
     if console is not None:
         console.print(
             f"[dim]indexed {report.files_indexed} file(s), {report.chunks} chunk(s) "
