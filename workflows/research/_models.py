@@ -193,6 +193,7 @@ class Source(_Frozen):
         fetch_status: ``fetched``, ``snippet_only`` (not fetched) or the fetch failure's reason.
         cache: the page cache status when fetched, else the search cache status.
         used: whether it contributed evidence.
+        instruction_like: instruction-like passages flagged in its evidence.
     """
 
     url: str
@@ -210,6 +211,8 @@ class Source(_Frozen):
     published: str | None = None
     used: bool = False
     instruction_like: int = 0
+    duplicate_of: str | None = None
+    """The normalised URL of the source whose text this one repeats (not counted as independent)."""
 
 
 class CriticBreakdown(_Frozen):

@@ -42,6 +42,7 @@ from simone.runtime import (
     CacheStats,
     CacheStatus,
     CharEstimator,
+    DuplicateFinder,
     Evidence,
     ProviderFailure,
     ResearchCache,
@@ -104,6 +105,8 @@ class _Assembly:
     truncated: int
     omitted: int
     flags: dict[str, int]
+    duplicates: dict[str, str] = field(default_factory=dict)
+    """Sources whose passages repeat another source's text (syndicated copies): key → kept key."""
 
 
 @dataclass(slots=True)
@@ -449,6 +452,18 @@ class WebResearch:
                     scan=False,  # only what is packed is scanned, below
                 )
             )
+        # Syndicated copies (same text at another URL) are not independent evidence: keep the first.
+        finder = DuplicateFinder()
+        duplicates: dict[str, str] = {}
+        unique: list[Evidence] = []
+        for item in candidates:
+            seen = finder.check(item.id, item.digest, item.locator, item.content)
+            if seen is None:
+                unique.append(item)
+            else:
+                kept = next(e for e in unique if e.id == seen[0])
+                duplicates[normalize_url(item.locator)] = normalize_url(kept.locator)
+        candidates = unique
         packed = pack(
             [
                 PackItem(id=e.id, text=e.content, provider=e.provider_name, locator=e.locator)
@@ -495,6 +510,7 @@ class WebResearch:
             sum(1 for k in packed.kept if k[2]),
             len(packed.over_budget),
             flags,
+            duplicates,
         )
 
     def _critique(self, state: _RunState, assembly: _Assembly, analyzer: Analyzer) -> Confidence:
@@ -560,6 +576,7 @@ class WebResearch:
                 published=(s.page.page.date if s.page and s.page.page and s.page.page.date else s.published),
                 used=s.key in used,
                 instruction_like=assembly.flags.get(s.key, 0),
+                duplicate_of=assembly.duplicates.get(s.key),
             )
             for s in sorted(
                 state.sources.values(), key=lambda s: (-assembly.scores.get(s.key, 0.0), s.rank, s.order)
@@ -584,7 +601,7 @@ class WebResearch:
             status = ResearchStatus.COMPLETE
         stats = state.session.stats()
         limitations = self._limitations(
-            state, budget, confidence, stop, status, sources, stats, search_failures
+            state, budget, confidence, stop, status, sources, stats, search_failures, assembly.duplicates
         )
         return WebResearchResult(
             request=request,
@@ -612,6 +629,7 @@ class WebResearch:
         sources: Sequence[Source],
         stats: CacheStats,
         search_failures: Sequence[ProviderFailure],
+        duplicates: dict[str, str],
     ) -> list[str]:
         out: list[str] = []
         if status is ResearchStatus.FAILED and stop is StopReason.ALL_BACKENDS_FAILED:
@@ -659,6 +677,10 @@ class WebResearch:
             out.append(
                 f"The context budget of {budget.max_context_tokens} tokens cut {budget.truncated} passage(s) "
                 f"and left out {budget.omitted}."
+            )
+        if duplicates:
+            out.append(
+                f"{len(duplicates)} source(s) repeated another source's text and were not counted as independent."
             )
         flagged = sum(s.instruction_like for s in sources)
         if flagged:

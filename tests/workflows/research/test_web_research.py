@@ -338,3 +338,29 @@ async def test_failures_are_never_cached(open_research: Opener, web: LoopbackWeb
     assert (
         second.to_json().startswith("{") and WebResearchResult.model_validate_json(second.to_json()) == second
     )
+
+
+async def test_syndicated_copies_are_not_independent_sources(open_research: Opener, web: LoopbackWeb) -> None:
+    text = (
+        "<html><body><article><p>Lake Varnholm has a maximum depth of 212 metres, according to the 2019 "
+        "sonar survey of the lake.</p></article></body></html>"
+    )
+    urls = [
+        web.add_page("/story", text, host=host) for host in ("wire.test", "mirror-a.test", "mirror-b.test")
+    ]
+    web.set_search(
+        lambda query, limit: [
+            {"url": url, "title": "Varnholm depth", "content": "Lake Varnholm maximum depth 212 metres"}
+            for url in urls
+        ]
+    )
+    async with open_research() as (research, _):
+        result = await research.run(
+            WebResearchRequest.create("Lake Varnholm maximum depth", fetch="never", min_sources=2),
+            researcher(),
+        )
+    check_invariants(result)
+    assert len(result.evidence) == 1 and result.confidence.breakdown.distinct_sites == 1
+    assert sorted(s.duplicate_of is not None for s in result.sources) == [False, True, True]
+    assert any("not counted as independent" in line for line in result.limitations)
+    assert not result.confidence.satisfied
