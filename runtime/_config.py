@@ -220,15 +220,33 @@ class _TomlSource(PydanticBaseSettingsSource):
         return dict(self._data)
 
 
-_SECRET_NAMES = ("api_key", "apikey", "token", "secret", "password")
+_SECRET_MARKERS = ("api_key", "apikey", "password", "secret")
+"""Key names that look like secrets even where no field is declared (they are refused either way)."""
+
+
+def _secret_paths() -> set[str]:
+    """Dotted paths of every :class:`SecretStr` field of :class:`Settings` (e.g. ``web.brave_api_key``)."""
+    paths: set[str] = set()
+    for name, field in Settings.model_fields.items():
+        annotation = field.annotation
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            paths.update(
+                f"{name}.{sub}"
+                for sub, info in annotation.model_fields.items()
+                if "SecretStr" in str(info.annotation)
+            )
+        elif "SecretStr" in str(annotation):
+            paths.add(name)
+    return paths
 
 
 def _refuse_secrets(data: dict[str, Any], where: str, prefix: str = "") -> None:
+    secrets = _secret_paths()
     for key, value in data.items():
         name = f"{prefix}{key}"
         if isinstance(value, dict):
             _refuse_secrets(value, where, name + ".")
-        elif any(marker in key.lower() for marker in _SECRET_NAMES):
+        elif name in secrets or any(marker in key.lower() for marker in _SECRET_MARKERS):
             env = "SIMONE_" + name.upper().replace(".", "__")
             raise ConfigError(
                 f"{where} holds the secret {name!r}; remove it and set {env} in the environment"

@@ -52,6 +52,14 @@ def test_bad_config_is_a_config_error_that_names_the_key(tmp_path: Path, toml: s
         load_settings()
 
 
+def test_token_counts_are_not_mistaken_for_secrets(tmp_path: Path) -> None:
+    (tmp_path / "simone.toml").write_text(
+        "[router]\ndefault_max_tokens = 900\n[index]\nchunk_tokens = 128\n[web]\nmax_context_tokens = 2000\n"
+    )
+    settings = load_settings()
+    assert settings.router.default_max_tokens == 900 and settings.index.chunk_tokens == 128
+
+
 def test_secrets_come_from_the_environment_and_stay_hidden(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SIMONE_WEB__BRAVE_API_KEY", "sk-secret")
     settings = load_settings()
