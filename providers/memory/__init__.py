@@ -5,7 +5,7 @@
 * Stores: the :class:`MemoryStore` and :class:`SessionStore` protocols, implemented by
   :class:`SQLiteMemoryStore` (WAL, one transaction per operation, migrations, multi-process safe).
 * Providers: :class:`MemoryProvider` (``memory``) and :class:`SessionMemoryProvider` (``session-memory``),
-  lexical BM25 over the shared analysis.
+  lexical BM25 over the shared analysis, plus an optional semantic leg (embedding chain, RRF).
 * Tools: :data:`MEMORY_TOOLS` for agents; their arguments refuse scope fields with ``ScopeViolation``.
 """
 
@@ -65,6 +65,7 @@ from simone.providers.memory._models import (
     scope_like as scope_like,
 )
 from simone.providers.memory._providers import (
+    DEFAULT_MIN_SIMILARITY as DEFAULT_MIN_SIMILARITY,
     MemoryProvider as MemoryProvider,
     SessionMemoryProvider as SessionMemoryProvider,
 )
@@ -72,7 +73,11 @@ from simone.providers.memory._records import render as render
 from simone.providers.memory._schema import SCHEMA_VERSION as SCHEMA_VERSION
 from simone.providers.memory._scope import visible as visible, write_scope as write_scope
 from simone.providers.memory._sqlite import SQLiteMemoryStore as SQLiteMemoryStore
-from simone.providers.memory._store import MemoryStore as MemoryStore, SessionStore as SessionStore
+from simone.providers.memory._store import (
+    MemoryStore as MemoryStore,
+    SessionStore as SessionStore,
+    VectorStore as VectorStore,
+)
 from simone.providers.memory._terms import TermAnalyzer as TermAnalyzer
 from simone.providers.memory._tools import (
     MEMORY_TOOL_NAMES as MEMORY_TOOL_NAMES,
@@ -85,6 +90,7 @@ from simone.providers.memory._tools import (
 )
 
 __all__ = (
+    "DEFAULT_MIN_SIMILARITY",
     "EXPORT_FORMAT",
     "EXPORT_VERSION",
     "MEMORY_TOOLS",
@@ -142,6 +148,7 @@ __all__ = (
     "Turn",
     "TurnRole",
     "UpdateSpec",
+    "VectorStore",
     "dump_export",
     "find_scope_keys",
     "load_export",

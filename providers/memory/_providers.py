@@ -1,10 +1,10 @@
 """The ``memory`` and ``session-memory`` providers for the router.
 
-Both are lexical: BM25 (inside SQLite FTS5) over the shared analysis's terms, filtered by the trusted
-context's scope before ranking, ties by the newest update then the id. An item that shares no term with
-the query is not relevant and is never returned. Neither has a semantic leg yet: a request that asks for
-``semantic`` only gets lexical results and says so in ``degraded``; ``hybrid`` (the router's usual mode)
-is served by the lexical leg, noted in ``details``.
+Both rank lexically with BM25 (inside SQLite FTS5) over the shared analysis's terms, filtered by the
+trusted context's scope before ranking, ties by the newest update then the id. An item that shares no
+term with the query is not relevant and is never returned. ``memory`` can add a semantic leg through the
+embedding chain, fused by RRF; ``session-memory`` is lexical only. A request for ``semantic`` that no
+semantic leg can serve gets lexical results and says so in ``degraded``.
 """
 
 from __future__ import annotations
@@ -12,19 +12,27 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from simone.providers.memory._models import RecordKind, SearchQuery, SessionSummary
+from simone.providers.memory._models import RecordKind, SearchHit, SearchQuery, SessionSummary
 from simone.providers.memory._records import render
-from simone.providers.memory._store import MemoryStore, SessionStore
+from simone.providers.memory._store import MemoryStore, SessionStore, VectorStore
 from simone.runtime import (
+    ConfigError,
+    EmbeddingChain,
+    EmbeddingSpace,
     Evidence,
     InvalidRequest,
+    ProviderError,
     ProviderFailure,
     ProviderKind,
     ProviderResponse,
     RetrievalRequest,
     SearchMode,
     TrustedContext,
+    rrf,
 )
+
+DEFAULT_MIN_SIMILARITY = 0.25
+"""The semantic leg's default floor: below it a record is not relevant (never "the nearest of all")."""
 
 MAX_QUERY_CHARS = 8192
 """Longer queries are cut here before analysis (the router already bounds them)."""
@@ -46,11 +54,21 @@ def _legs(name: str, request: RetrievalRequest) -> tuple[list[str], list[Provide
 class MemoryProvider:
     """Structured memory as evidence: notes, todos, checklists, current facts and task states.
 
+    Lexical BM25 always; with an embedding ``chain``, also a semantic leg (cosine similarity over record
+    vectors in the database's pinned space), fused with the lexical ranking by RRF inside the provider.
+    Records get their vectors lazily, newest first, at most ``max_embeddings_per_query`` per request;
+    the rest wait as "pending embedding" and are still found lexically. If the space's embedders fail,
+    the answer is lexical only and says so (``degraded`` and a leg failure) — never another space.
+
     Args:
-        store: the memory store.
+        store: the memory store (a :class:`VectorStore` too when ``chain`` is given).
         name: the instance name (default ``memory``).
         kinds: only these kinds (default: all).
         max_limit: the most records one request returns (``memory.max_query_limit``).
+        chain: the embedding chain (the document index's); ``None`` for lexical only.
+        min_similarity: the semantic leg's floor when the request sets none.
+        max_embeddings_per_query: records embedded while serving one request.
+        embed_batch: texts per embedding call.
 
     Request filters it understands (exact match): ``kind``, ``status``, ``tag``; others are ignored and
     listed in ``details["ignored_filters"]``.
@@ -63,11 +81,22 @@ class MemoryProvider:
         name: str = "memory",
         kinds: tuple[RecordKind, ...] | None = None,
         max_limit: int = 200,
+        chain: EmbeddingChain | None = None,
+        min_similarity: float = DEFAULT_MIN_SIMILARITY,
+        max_embeddings_per_query: int = 256,
+        embed_batch: int = 64,
     ) -> None:
+        if chain is not None and not isinstance(store, VectorStore):
+            raise ConfigError(f"{type(store).__name__} keeps no vectors; use lexical memory (no chain)")
         self._store = store
         self._name = name
         self._kinds = kinds
         self._max_limit = max_limit
+        self._chain = chain
+        self._min_similarity = min_similarity
+        self._max_embeddings = max_embeddings_per_query
+        self._embed_batch = max(1, embed_batch)
+        self._space: EmbeddingSpace | None = None
 
     @property
     def name(self) -> str:
@@ -79,10 +108,7 @@ class MemoryProvider:
         """Always ``memory``."""
         return ProviderKind.MEMORY
 
-    async def retrieve(self, request: RetrievalRequest, context: TrustedContext) -> ProviderResponse:
-        """Search the records visible to ``context``; best first."""
-        started = time.perf_counter()
-        degraded, failures, details = _legs(self._name, request)
+    def _query(self, request: RetrievalRequest, details: dict[str, Any]) -> SearchQuery | None:
         kinds = list(self._kinds) if self._kinds is not None else None
         status: list[str] | None = None
         tags: list[str] | None = None
@@ -104,40 +130,144 @@ class MemoryProvider:
         if ignored:
             details["ignored_filters"] = ignored
         if kinds == []:
-            return ProviderResponse(degraded=degraded, leg_failures=failures, details=details)
-        query = SearchQuery(
+            return None
+        return SearchQuery(
             text=request.query[:MAX_QUERY_CHARS],
             kinds=kinds,
             status=status,
             tags=tags,
             limit=min(request.limit, self._max_limit),
         )
-        hits = await self._store.search_records(context, query)
-        evidence = [
-            Evidence.create(
-                provider=ProviderKind.MEMORY,
-                provider_name=self._name,
-                locator=hit.record.locator,
-                title=hit.record.title,
-                content=render(hit.record),
-                score=hit.score,
-                metadata={
-                    "search": "lexical",
-                    "record_id": hit.record.id,
-                    "kind": hit.record.kind.value,
-                    "status": hit.record.status,
-                    "tags": list(hit.record.tags),
-                    "scope": sorted(hit.record.scope) or "global",
-                    "created_at": hit.record.created_at.isoformat(),
-                    "updated_at": hit.record.updated_at.isoformat(),
-                    "revision": hit.record.revision,
-                },
-            )
-            for hit in hits
-        ]
-        details["lexical_ms"] = round((time.perf_counter() - started) * 1000, 3)
-        details["lexical_hits"] = len(evidence)
+
+    async def retrieve(self, request: RetrievalRequest, context: TrustedContext) -> ProviderResponse:
+        """Search the records visible to ``context``; best first."""
+        details: dict[str, Any] = {}
+        degraded: list[str] = []
+        failures: list[ProviderFailure] = []
+        query = self._query(request, details)
+        mode = request.mode or (SearchMode.HYBRID if self._chain is not None else SearchMode.LEXICAL)
+        details["mode"] = mode.value
+        if query is None:
+            return ProviderResponse(details=details)
+        rankings: dict[str, list[SearchHit]] = {}
+        if mode is not SearchMode.LEXICAL:
+            if self._chain is None:
+                if mode is SearchMode.SEMANTIC:
+                    message = f"{self._name} has no semantic leg (no embedding chain); lexical only"
+                    degraded.append(message)
+                    failures.append(
+                        ProviderFailure(
+                            provider=self._name, kind="not_configured", message=message, leg="semantic"
+                        )
+                    )
+                else:
+                    details["note"] = "hybrid served by the lexical leg (no embedding chain configured)"
+            else:
+                started = time.perf_counter()
+                try:
+                    rankings["semantic"] = await self._semantic(self._chain, request, context, query, details)
+                except ProviderError as exc:
+                    self._chain.record_search(fell_back=True)
+                    message = f"semantic leg unavailable ({exc}); lexical only"
+                    degraded.append(message)
+                    failures.append(
+                        ProviderFailure(
+                            provider=self._name,
+                            kind=exc.kind,
+                            message=str(exc),
+                            retryable=exc.retryable,
+                            retry_after_s=exc.retry_after_s,
+                            leg="semantic",
+                            elapsed_ms=(time.perf_counter() - started) * 1000,
+                        )
+                    )
+                else:
+                    self._chain.record_search(fell_back=False)
+                details["semantic_ms"] = round((time.perf_counter() - started) * 1000, 3)
+        if mode is not SearchMode.SEMANTIC or "semantic" not in rankings:
+            started = time.perf_counter()
+            rankings["lexical"] = await self._store.search_records(context, query)
+            details["lexical_ms"] = round((time.perf_counter() - started) * 1000, 3)
+        for leg, hits in rankings.items():
+            details[f"{leg}_hits"] = len(hits)
+        evidence = self._fuse(rankings, query.limit)
         return ProviderResponse(evidence=evidence, degraded=degraded, leg_failures=failures, details=details)
+
+    async def _semantic(
+        self,
+        chain: EmbeddingChain,
+        request: RetrievalRequest,
+        context: TrustedContext,
+        query: SearchQuery,
+        details: dict[str, Any],
+    ) -> list[SearchHit]:
+        store = self._store
+        assert isinstance(store, VectorStore)
+        if self._space is None:
+            pinned = await store.vector_space()
+            self._space = (
+                pinned if pinned is not None else await store.pin_vector_space(await chain.select_space())
+            )
+        space = self._space
+        details["embedding_space"] = space.key
+        pending, missing = await store.missing_vectors(context, space.key, self._max_embeddings)
+        for start in range(0, len(pending), self._embed_batch):
+            batch = pending[start : start + self._embed_batch]
+            vectors = await chain.embed([text for _, text in batch], space=space, kind="document")
+            await store.put_vectors(space.key, [(rid, vectors[i]) for i, (rid, _) in enumerate(batch)])
+        details["embedded_now"] = len(pending)
+        if missing > len(pending):
+            details["pending_embedding"] = missing - len(pending)
+        probe = await chain.embed([query.text], space=space, kind="query")
+        floor = request.min_similarity if request.min_similarity is not None else self._min_similarity
+        return await store.nearest(context, space.key, probe[0], query, min_similarity=floor)
+
+    def _fuse(self, rankings: dict[str, list[SearchHit]], limit: int) -> list[Evidence]:
+        records = {hit.record.id: hit.record for hits in rankings.values() for hit in hits}
+        scores = {leg: {hit.record.id: hit.score for hit in hits} for leg, hits in rankings.items()}
+        if len(rankings) == 1:
+            leg, hits = next(iter(rankings.items()))
+            order = [(hit.record.id, hit.score, {leg: rank}) for rank, hit in enumerate(hits, start=1)]
+            method = leg
+        else:
+            fused = rrf({leg: [hit.record.id for hit in hits] for leg, hits in rankings.items()})
+            order = [
+                (item.id, item.score, {leg: rank for leg, rank, _ in item.contributions}) for item in fused
+            ]
+            method = "hybrid"
+        evidence = []
+        for record_id, score, ranks in order[:limit]:
+            record = records[record_id]
+            metadata: dict[str, Any] = {
+                "search": method,
+                "ranks": ranks,
+                "record_id": record.id,
+                "kind": record.kind.value,
+                "status": record.status,
+                "tags": list(record.tags),
+                "scope": sorted(record.scope) or "global",
+                "created_at": record.created_at.isoformat(),
+                "updated_at": record.updated_at.isoformat(),
+                "revision": record.revision,
+            }
+            if "lexical" in scores and record_id in scores["lexical"]:
+                metadata["bm25"] = scores["lexical"][record_id]
+            if "semantic" in scores and record_id in scores["semantic"]:
+                metadata["similarity"] = scores["semantic"][record_id]
+                if self._space is not None:
+                    metadata["embedding_space"] = self._space.key
+            evidence.append(
+                Evidence.create(
+                    provider=ProviderKind.MEMORY,
+                    provider_name=self._name,
+                    locator=record.locator,
+                    title=record.title,
+                    content=render(record),
+                    score=score,
+                    metadata=metadata,
+                )
+            )
+        return evidence
 
 
 class SessionMemoryProvider:

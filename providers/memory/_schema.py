@@ -95,7 +95,25 @@ def _v1(db: sqlite3.Connection) -> None:
         db.execute(statement)
 
 
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1,)
+def _v2(db: sqlite3.Connection) -> None:
+    """Vectors of records for the optional semantic leg, one per record and embedding space."""
+    db.execute(
+        """CREATE TABLE record_vectors (
+            space TEXT NOT NULL,
+            record_rowid INTEGER NOT NULL,
+            vector BLOB NOT NULL,
+            PRIMARY KEY (space, record_rowid)
+        ) WITHOUT ROWID"""
+    )
+    db.execute("CREATE INDEX record_vectors_record ON record_vectors (record_rowid)")
+    db.execute(
+        """CREATE TRIGGER records_vectors_ad AFTER DELETE ON records BEGIN
+            DELETE FROM record_vectors WHERE record_rowid = old.rowid;
+        END"""
+    )
+
+
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2)
 """Migration ``i`` takes the schema from version ``i`` to ``i + 1``."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
+import numpy as np
+import numpy.typing as npt
 from simone.providers.memory._models import (
     CreateSpec,
     ItemAdd,
@@ -28,7 +30,7 @@ from simone.providers.memory._models import (
     TurnRole,
     UpdateSpec,
 )
-from simone.runtime import TrustedContext
+from simone.runtime import EmbeddingSpace, TrustedContext
 
 
 @runtime_checkable
@@ -150,4 +152,39 @@ class SessionStore(Protocol):
 
     async def clear_session(self, context: TrustedContext) -> int:
         """Forget the conversation's turns and summary; returns how many rows went."""
+        ...
+
+
+@runtime_checkable
+class VectorStore(Protocol):
+    """Vectors of records in one pinned embedding space, for the optional semantic leg."""
+
+    async def vector_space(self) -> EmbeddingSpace | None:
+        """The pinned space, if any."""
+        ...
+
+    async def pin_vector_space(self, space: EmbeddingSpace) -> EmbeddingSpace:
+        """Pin ``space`` unless another one was pinned first; returns the pinned one."""
+        ...
+
+    async def missing_vectors(
+        self, context: TrustedContext, space: str, limit: int
+    ) -> tuple[list[tuple[str, str]], int]:
+        """Up to ``limit`` visible records lacking a vector: (id, text); and how many lack one in all."""
+        ...
+
+    async def put_vectors(self, space: str, vectors: Sequence[tuple[str, npt.NDArray[np.float32]]]) -> int:
+        """Store vectors by record id."""
+        ...
+
+    async def nearest(
+        self,
+        context: TrustedContext,
+        space: str,
+        vector: npt.NDArray[np.float32],
+        query: SearchQuery,
+        *,
+        min_similarity: float,
+    ) -> list[SearchHit]:
+        """Visible records by cosine similarity to ``vector`` (at least ``min_similarity``)."""
         ...

@@ -33,6 +33,7 @@ from simone.providers.memory import (
     dump_export,
     load_export,
 )
+from simone.providers.memory._schema import MIGRATIONS
 from simone.runtime import (
     Analyzer,
     ConfigError,
@@ -81,6 +82,25 @@ async def test_newer_schema_is_refused(make_store: Callable[..., SQLiteMemorySto
     with pytest.raises(ConfigError, match="newer than this simone"):
         async with make_store("future.sqlite3"):
             pass
+
+
+async def test_migrates_a_version_1_database(
+    make_store: Callable[..., SQLiteMemoryStore], tmp_path: Path, alice: TrustedContext
+) -> None:
+    path = tmp_path / "old.sqlite3"
+    db = sqlite3.connect(path, isolation_level=None)
+    MIGRATIONS[0](db)  # the schema as version 1 shipped it
+    db.execute("PRAGMA user_version = 1")
+    db.close()
+    async with make_store("old.sqlite3") as store:
+        note = await store.create(alice, NoteCreate(title="after migration"))
+        assert [h.record.id for h in await store.search_records(alice, SearchQuery(text="migration"))] == [
+            note.id
+        ]
+    db = sqlite3.connect(path)
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+    assert db.execute("SELECT COUNT(*) FROM record_vectors").fetchone()[0] == 0
+    db.close()
 
 
 async def test_reopen_keeps_data_and_reindexes_when_analysis_changes(

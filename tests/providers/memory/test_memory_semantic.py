@@ -1,0 +1,112 @@
+"""The optional semantic leg of the memory provider: pinned space, lazy embedding, RRF, visible failure."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from simone.providers.memory import (
+    ListQuery,
+    MemoryProvider,
+    NoteCreate,
+    NoteUpdate,
+    SQLiteMemoryStore,
+    TodoCreate,
+)
+from simone.providers.testing import HashEmbedder
+from simone.runtime import (
+    EmbeddingChain,
+    ProviderUnavailable,
+    RetrievalRequest,
+    SearchMode,
+    TrustedContext,
+)
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_hybrid_fuses_lexical_and_semantic(
+    store: SQLiteMemoryStore, alice: TrustedContext, bob: TrustedContext
+) -> None:
+    embedder = HashEmbedder(128)
+    chain = EmbeddingChain([embedder])
+    garden = await store.create(alice, NoteCreate(title="Garden", body="water the roses every morning"))
+    await store.create(alice, NoteCreate(title="Taxes", body="file the return before april"))
+    await store.create(bob, NoteCreate(title="Bob's roses", body="water the roses every morning"))
+    provider = MemoryProvider(store, chain=chain)
+
+    response = await provider.retrieve(RetrievalRequest.create("roses morning"), alice)
+    assert response.details["mode"] == "hybrid" and response.degraded == []
+    assert response.details["embedded_now"] == 2, "alice's two records were embedded, not bob's"
+    assert response.details["embedding_space"] == embedder.space.key
+    first = response.evidence[0]
+    assert first.metadata["record_id"] == garden.id and first.metadata["search"] == "hybrid"
+    assert set(first.metadata["ranks"]) == {"lexical", "semantic"}
+    assert first.metadata["similarity"] > 0.25 and first.metadata["bm25"] > 0
+    assert all("Bob" not in e.title for e in response.evidence)
+    assert await store.vector_space() == embedder.space
+
+    again = await provider.retrieve(RetrievalRequest.create("roses morning"), alice)
+    assert again.details["embedded_now"] == 0, "vectors are kept"
+    await store.update(alice, NoteUpdate(id=garden.id, body="prune the roses in winter"))
+    changed = await provider.retrieve(
+        RetrievalRequest.create("prune winter", mode=SearchMode.SEMANTIC), alice
+    )
+    assert changed.details["embedded_now"] == 1, "an edited record is embedded again"
+    assert changed.evidence[0].metadata["record_id"] == garden.id
+    assert changed.evidence[0].metadata["search"] == "semantic"
+
+
+async def test_semantic_floor_means_not_everything(store: SQLiteMemoryStore, alice: TrustedContext) -> None:
+    await store.create(alice, NoteCreate(title="Garden", body="water the roses"))
+    provider = MemoryProvider(store, chain=EmbeddingChain([HashEmbedder(128)]))
+    unrelated = await provider.retrieve(
+        RetrievalRequest.create("quantum chromodynamics", mode=SearchMode.SEMANTIC), alice
+    )
+    assert unrelated.evidence == []
+
+
+async def test_embedder_outage_degrades_to_lexical(store: SQLiteMemoryStore, alice: TrustedContext) -> None:
+    embedder = HashEmbedder(64)
+    chain = EmbeddingChain([embedder])
+    todo = await store.create(alice, TodoCreate(title="Renew passport"))
+    provider = MemoryProvider(store, chain=chain)
+    await provider.retrieve(RetrievalRequest.create("passport"), alice)  # pins the space
+    embedder.error = ProviderUnavailable("embedding server down", provider="hash")
+    response = await provider.retrieve(RetrievalRequest.create("passport", mode=SearchMode.SEMANTIC), alice)
+    assert [e.metadata["record_id"] for e in response.evidence] == [todo.id]
+    assert response.evidence[0].metadata["search"] == "lexical"
+    assert response.degraded and "semantic leg unavailable" in response.degraded[0]
+    assert response.leg_failures[0].leg == "semantic" and response.leg_failures[0].kind == "unavailable"
+    assert chain.health().fallbacks == 1
+
+
+async def test_space_is_pinned_never_switched(
+    make_store: Callable[..., SQLiteMemoryStore], alice: TrustedContext
+) -> None:
+    async with make_store() as store:
+        await store.create(alice, NoteCreate(title="Garden", body="water the roses"))
+        first = HashEmbedder(64, model="first")
+        await MemoryProvider(store, chain=EmbeddingChain([first])).retrieve(
+            RetrievalRequest.create("roses"), alice
+        )
+        other = MemoryProvider(store, chain=EmbeddingChain([HashEmbedder(32, model="second")]))
+        response = await other.retrieve(RetrievalRequest.create("roses"), alice)
+        assert await store.vector_space() == first.space
+        assert response.degraded and response.leg_failures[0].kind == "not_configured"
+        assert response.evidence and response.evidence[0].metadata["search"] == "lexical"
+        assert len(await store.list_records(alice, ListQuery())) == 1
+
+
+async def test_embedding_budget_per_request(store: SQLiteMemoryStore, alice: TrustedContext) -> None:
+    for index in range(7):
+        await store.create(alice, NoteCreate(title=f"garden note {index}", body="roses"))
+    provider = MemoryProvider(
+        store, chain=EmbeddingChain([HashEmbedder(64)]), max_embeddings_per_query=3, embed_batch=2
+    )
+    first = await provider.retrieve(RetrievalRequest.create("roses"), alice)
+    assert first.details["embedded_now"] == 3 and first.details["pending_embedding"] == 4
+    assert len(first.evidence) == 7, "records waiting for a vector are still found lexically"
+    await provider.retrieve(RetrievalRequest.create("roses"), alice)
+    third = await provider.retrieve(RetrievalRequest.create("roses"), alice)
+    assert third.details["embedded_now"] == 1 and "pending_embedding" not in third.details
