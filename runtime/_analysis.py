@@ -168,6 +168,8 @@ def _ascii_digits(word: str) -> str:
 
 def _split_parts(word: str) -> list[str]:
     """Split an ICU word at anything that is not a letter, digit or mark (``get_user``, ``example.com``)."""
+    if word.isalnum():
+        return [word]
     parts: list[str] = []
     current: list[str] = []
     for char in word:
@@ -219,7 +221,7 @@ _KOREAN_PARTICLES = tuple(
 
 def _korean_stem(word: str) -> str:
     """The word without a trailing particle if it is all Hangul and one is there, else the word."""
-    if not all(0xAC00 <= ord(c) <= 0xD7A3 for c in word):
+    if not "\uac00" <= word[0] <= "\ud7a3" or not all("\uac00" <= c <= "\ud7a3" for c in word):
         return word
     for particle in _KOREAN_PARTICLES:
         if len(word) > len(particle) and word.endswith(particle):
@@ -401,11 +403,11 @@ class Analyzer:
     # -- the analysis -------------------------------------------------------------------------------
 
     def _analyse_segment(self, segment: str) -> _Segment:
-        if segment.isascii() and segment.isalpha():  # the common case, short-cut
+        if segment.isascii() and segment.isalnum():  # the common case, short-cut
             word = segment.lower()
             if word in self._stop or word in self._ignore:
                 return _Segment((), (_Word(word, (), True, word),), word in self._phrases)
-            if len(word) > PREFIX_LENGTH and word[:PREFIX_LENGTH] not in self._stop:
+            if len(word) > PREFIX_LENGTH and word.isalpha() and word[:PREFIX_LENGTH] not in self._stop:
                 terms: tuple[str, ...] = (word, word[:PREFIX_LENGTH])
             else:
                 terms = (word,)
@@ -427,28 +429,32 @@ class Analyzer:
         starts = any(w.key in self._phrases for w in words)
         return _Segment(tuple(term for w in words for term in w.terms), tuple(words), starts)
 
-    def _segments(self, text: str) -> Iterator[list[_Segment]]:
-        """The analysed segments of ``text``, one list per block."""
+    def _segments(self, text: str) -> Iterable[list[_Segment]]:
+        """The analysed segments of ``text``, one list per block (one block unless the text is long)."""
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, not {type(text).__name__}")
+        text = _clean(text)
+        if len(text) <= BLOCK_CHARS:
+            return (self._block(text),)
+        return map(self._block, _blocks(text))
+
+    def _block(self, block: str) -> list[_Segment]:
+        if _NEEDS_ICU.search(block):
+            pieces = list(WordBreaker(block, "root"))
+            if max(map(len, pieces), default=0) > MAX_WORD_CHARS:
+                pieces = [piece[:MAX_WORD_CHARS] for piece in pieces]
+        else:
+            pieces = _token_pattern().findall(block)
         cache = self._cache
-        tokens = _token_pattern().findall
-        for block in _blocks(_clean(text)):
-            if _NEEDS_ICU.search(block):
-                pieces = list(WordBreaker(block, "root"))
-                if max(map(len, pieces), default=0) > MAX_WORD_CHARS:
-                    pieces = [piece[:MAX_WORD_CHARS] for piece in pieces]
-            else:
-                pieces = tokens(block)
-            found = list(map(cache.get, pieces))
-            if None in found:
-                if len(cache) > WORD_CACHE_SIZE:
-                    cache.clear()  # bounded memory; the common words come back at once
-                for index, item in enumerate(found):
-                    if item is None:
-                        piece = pieces[index]
-                        found[index] = cache[piece] = self._analyse_segment(piece)
-            yield found  # type: ignore[misc]
+        found = list(map(cache.get, pieces))
+        if None in found:
+            if len(cache) > WORD_CACHE_SIZE:
+                cache.clear()  # bounded memory; the common words come back at once
+            for index, item in enumerate(found):
+                if item is None:
+                    piece = pieces[index]
+                    found[index] = cache[piece] = self._analyse_segment(piece)
+        return found  # type: ignore[return-value]
 
     def _words(self, text: str) -> list[_Word]:
         """Every word of ``text`` in order, ignored ones included."""

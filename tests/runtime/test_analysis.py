@@ -366,3 +366,19 @@ def test_property_a_document_is_found_by_its_own_text(text: str) -> None:
         assert hits and hits[0].id == "self" or any(h.id == "self" for h in hits)
     else:
         assert hits == []
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCXYZ0123456789", min_size=1, max_size=12))
+def test_property_plain_ascii_words_follow_the_rules(word: str) -> None:
+    # The ASCII short-cut and the general path must agree: same rules, whatever the route.
+    lower = word.lower()
+    stop = A.terms(lower) == [] and A.explain(lower).all_ignored
+    if stop:
+        assert A.terms(word) == []
+    elif lower.isalpha() and len(lower) > 5 and A.terms(lower[:5]) != []:
+        assert A.terms(word) == [lower, lower[:5]]
+    else:
+        assert A.terms(word)[0] == lower
+    # the same word through the general path: a combining accent makes it non-ASCII, folding removes it
+    assert A.terms(word + "\u0301") == A.terms(word)
