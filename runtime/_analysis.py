@@ -24,7 +24,6 @@ import operator
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from importlib import resources
 from itertools import chain, compress
 from typing import NamedTuple
@@ -187,8 +186,12 @@ def _bigrams(word: str) -> list[str]:
     return [word[i : i + 2] for i in range(len(word) - 1)]
 
 
-@dataclass(frozen=True, slots=True)
-class _Word:
+class _Word(NamedTuple):
+    """One word as analysed.
+
+    A tuple of strings: the garbage collector stops tracking it, which matters with 100k in the cache.
+    """
+
     word: str
     terms: tuple[str, ...]
     ignored: bool
