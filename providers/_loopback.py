@@ -423,6 +423,30 @@ class _Handler(BaseHTTPRequestHandler):
                 time.sleep(route.chunk_delay_s)
 
 
+class SecondsClock:
+    """A wall clock in seconds that moves only when told to: expire cache entries without sleeping.
+
+    Matches the clocks the research cache and the critic take (``time.time``-like).
+
+    Args:
+        start: the first reading (2025-01-01T00:00:00Z by default).
+    """
+
+    def __init__(self, start: float = 1_735_689_600.0) -> None:
+        self.now = start
+        self._lock = threading.Lock()
+
+    def __call__(self) -> float:
+        """The current reading."""
+        with self._lock:
+            return self.now
+
+    def advance(self, seconds: float) -> None:
+        """Move the clock forward by ``seconds``."""
+        with self._lock:
+            self.now += seconds
+
+
 # -- the fixture web ------------------------------------------------------------------------------------
 # A handful of pages about a lake that does not exist, on distinct virtual hosts, written for simone's
 # tests: overlapping facts (for corroboration), one aspect on one page only (for iterative research),

@@ -23,6 +23,7 @@ from simone.providers._loopback import (
     LoopbackPage as LoopbackPage,
     LoopbackWeb as LoopbackWeb,
     Route as Route,
+    SecondsClock as SecondsClock,
     add_fixture_site as add_fixture_site,
     fixture_html as fixture_html,
 )
@@ -246,6 +247,7 @@ __all__ = (
     "LoopbackPage",
     "LoopbackWeb",
     "Route",
+    "SecondsClock",
     "add_fixture_site",
     "fixture_html",
     "FailingProvider",

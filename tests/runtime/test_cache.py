@@ -6,6 +6,7 @@ from typing import TypeVar
 
 import anyio
 import pytest
+from simone.providers.testing import SecondsClock
 from simone.runtime import (
     CacheLookup,
     CacheStats,
@@ -18,18 +19,6 @@ from simone.runtime import (
 )
 from simone.runtime._cache import CacheEntry
 
-
-class FakeClock:
-    def __init__(self, now: float = 1_000_000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
-
-
 T = TypeVar("T")
 
 
@@ -38,7 +27,7 @@ def run(fn: Callable[[], Awaitable[T]]) -> T:
 
 
 def test_second_run_hits_the_persistent_layer(tmp_path: Path) -> None:
-    clock = FakeClock()
+    clock = SecondsClock(1_000_000.0)
 
     async def main() -> tuple[CacheStats, CacheStats, CacheLookup]:
         async with ResearchCache(tmp_path / "c", clock=clock) as cache:
@@ -59,7 +48,7 @@ def test_second_run_hits_the_persistent_layer(tmp_path: Path) -> None:
 
 
 def test_ttl_expiry_with_a_fake_clock(tmp_path: Path) -> None:
-    clock = FakeClock()
+    clock = SecondsClock(1_000_000.0)
 
     async def main() -> list[CacheStatus]:
         async with ResearchCache(tmp_path, clock=clock) as cache:
@@ -76,7 +65,7 @@ def test_ttl_expiry_with_a_fake_clock(tmp_path: Path) -> None:
 
 
 def test_cached_serves_stale_and_says_so(tmp_path: Path) -> None:
-    clock = FakeClock()
+    clock = SecondsClock(1_000_000.0)
 
     async def main() -> tuple[CacheLookup, CacheStats]:
         async with ResearchCache(tmp_path, clock=clock) as cache:
@@ -93,7 +82,7 @@ def test_cached_serves_stale_and_says_so(tmp_path: Path) -> None:
 
 
 def test_fresh_bypasses_reads_but_writes(tmp_path: Path) -> None:
-    clock = FakeClock()
+    clock = SecondsClock(1_000_000.0)
 
     async def main() -> tuple[CacheStatus, CacheStatus, CacheLookup, CacheStats]:
         async with ResearchCache(tmp_path, clock=clock) as cache:
@@ -113,7 +102,7 @@ def test_fresh_bypasses_reads_but_writes(tmp_path: Path) -> None:
 
 
 def test_a_good_entry_is_never_overwritten_by_an_expired_one(tmp_path: Path) -> None:
-    clock = FakeClock()
+    clock = SecondsClock(1_000_000.0)
 
     async def main() -> tuple[bool, CacheLookup, CacheStats]:
         async with ResearchCache(tmp_path, clock=clock) as cache:
@@ -131,7 +120,7 @@ def test_a_good_entry_is_never_overwritten_by_an_expired_one(tmp_path: Path) -> 
 
 
 def test_partial_results_stay_run_local(tmp_path: Path) -> None:
-    clock = FakeClock()
+    clock = SecondsClock(1_000_000.0)
 
     async def main() -> tuple[bool, CacheLookup, CacheLookup]:
         async with ResearchCache(tmp_path, clock=clock) as cache:
@@ -148,7 +137,7 @@ def test_partial_results_stay_run_local(tmp_path: Path) -> None:
 
 
 def test_expired_entries_are_evicted_after_the_stale_window(tmp_path: Path) -> None:
-    clock = FakeClock()
+    clock = SecondsClock(1_000_000.0)
 
     async def main() -> tuple[int, CacheStatus, CacheStatus]:
         async with ResearchCache(tmp_path, clock=clock, stale_keep_s=50) as cache:
@@ -167,7 +156,7 @@ def test_expired_entries_are_evicted_after_the_stale_window(tmp_path: Path) -> N
 
 
 def test_auto_lookup_evicts_an_entry_past_the_stale_window(tmp_path: Path) -> None:
-    clock = FakeClock()
+    clock = SecondsClock(1_000_000.0)
 
     async def main() -> CacheStats:
         async with ResearchCache(tmp_path, clock=clock, stale_keep_s=0) as cache:
@@ -228,7 +217,7 @@ def test_keys_normalise_urls_and_queries() -> None:
 def test_opening_sweeps_at_most_once_per_interval(tmp_path: Path) -> None:
     from simone.runtime._cache import SWEEP_INTERVAL_S
 
-    clock = FakeClock()
+    clock = SecondsClock(1_000_000.0)
 
     async def main() -> tuple[CacheStatus, CacheStatus]:
         async with ResearchCache(tmp_path, clock=clock, stale_keep_s=0) as cache:

@@ -6,23 +6,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from simone.providers.testing import LoopbackWeb, add_fixture_site
+from simone.providers.testing import LoopbackWeb, SecondsClock, add_fixture_site
 from simone.providers.web import WebStack, open_web
 from simone.runtime import Settings
 from simone.workflows.research import WebResearch
-
-
-class FakeClock:
-    """Wall-clock seconds that only move when told to."""
-
-    def __init__(self, now: float = 1_735_689_600.0) -> None:  # 2025-01-01
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
 
 
 @pytest.fixture
@@ -38,8 +25,8 @@ def web() -> Iterator[LoopbackWeb]:
 
 
 @pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
+def clock() -> SecondsClock:
+    return SecondsClock()
 
 
 def web_settings(web: LoopbackWeb, tmp_path: Path, **web_fields: Any) -> Settings:
@@ -56,7 +43,7 @@ def web_settings(web: LoopbackWeb, tmp_path: Path, **web_fields: Any) -> Setting
 
 
 @pytest.fixture
-def open_research(web: LoopbackWeb, tmp_path: Path, clock: FakeClock) -> Callable[..., Any]:
+def open_research(web: LoopbackWeb, tmp_path: Path, clock: SecondsClock) -> Callable[..., Any]:
     @asynccontextmanager
     async def opener(**web_fields: Any) -> AsyncIterator[tuple[WebResearch, WebStack]]:
         settings = web_settings(web, tmp_path, **web_fields)
