@@ -95,6 +95,8 @@ _SUMMARY = "summary"
 _EMBED_CHARS = 4000
 """Text sent to the embedder per record (embedding models read a few hundred tokens at most)."""
 _MAX_WINDOW = 4096
+_OPTIMIZE_AFTER = 1000
+"""An import of at least this many records merges the full-text index into one segment."""
 """The largest candidate window of the fast search path before the full query takes over."""
 _OPEN_ITEM = {ItemStatus.PENDING.value, ItemStatus.IN_PROGRESS.value, ItemStatus.BLOCKED.value}
 
@@ -1515,7 +1517,20 @@ class SQLiteMemoryStore:
                 content=summary.content,
                 created=summary.updated_at,
             )
+        if len(document.records) >= _OPTIMIZE_AFTER:
+            db.execute("INSERT INTO records_fts (records_fts) VALUES ('optimize')")
         return len(document.records) + len(document.turns) + len(document.summaries)
+
+    async def optimize(self) -> None:
+        """Merge the full-text indexes into one segment each (faster searches after many writes)."""
+        await self._run(self._optimize_sync)
+
+    def _optimize_sync(self) -> None:
+        def transaction(db: sqlite3.Connection) -> None:
+            db.execute("INSERT INTO records_fts (records_fts) VALUES ('optimize')")
+            db.execute("INSERT INTO turns_fts (turns_fts) VALUES ('optimize')")
+
+        self._write(transaction)
 
     @staticmethod
     def _existing(db: sqlite3.Connection, table: str, ids: Iterable[str]) -> list[str]:
