@@ -40,6 +40,14 @@ MAX_QUERY_CHARS = 8192
 _FILTERS = ("kind", "status", "tag")
 
 
+def _max_limit(store: object, explicit: int | None) -> int:
+    """The explicit cap, else the store's ``memory.max_query_limit``, else 200."""
+    if explicit is not None:
+        return explicit
+    settings = getattr(store, "settings", None)
+    return int(getattr(settings, "max_query_limit", 200))
+
+
 def _legs(name: str, request: RetrievalRequest) -> tuple[list[str], list[ProviderFailure], dict[str, Any]]:
     details: dict[str, Any] = {"method": "lexical"}
     if request.mode is SearchMode.SEMANTIC:
@@ -64,7 +72,7 @@ class MemoryProvider:
         store: the memory store (a :class:`VectorStore` too when ``chain`` is given).
         name: the instance name (default ``memory``).
         kinds: only these kinds (default: all).
-        max_limit: the most records one request returns (``memory.max_query_limit``).
+        max_limit: the most records one request returns (default: the store's ``memory.max_query_limit``).
         chain: the embedding chain (the document index's); ``None`` for lexical only.
         min_similarity: the semantic leg's floor when the request sets none.
         max_embeddings_per_query: records embedded while serving one request.
@@ -80,7 +88,7 @@ class MemoryProvider:
         *,
         name: str = "memory",
         kinds: tuple[RecordKind, ...] | None = None,
-        max_limit: int = 200,
+        max_limit: int | None = None,
         chain: EmbeddingChain | None = None,
         min_similarity: float = DEFAULT_MIN_SIMILARITY,
         max_embeddings_per_query: int = 256,
@@ -91,7 +99,7 @@ class MemoryProvider:
         self._store = store
         self._name = name
         self._kinds = kinds
-        self._max_limit = max_limit
+        self._max_limit = _max_limit(store, max_limit)
         self._chain = chain
         self._min_similarity = min_similarity
         self._max_embeddings = max_embeddings_per_query
@@ -277,10 +285,12 @@ class SessionMemoryProvider:
     ``details``), which is "nothing relevant", not a failure.
     """
 
-    def __init__(self, store: SessionStore, *, name: str = "session-memory", max_limit: int = 200) -> None:
+    def __init__(
+        self, store: SessionStore, *, name: str = "session-memory", max_limit: int | None = None
+    ) -> None:
         self._store = store
         self._name = name
-        self._max_limit = max_limit
+        self._max_limit = _max_limit(store, max_limit)
 
     @property
     def name(self) -> str:

@@ -154,3 +154,15 @@ async def test_router_fuses_memory_and_session(
     assert all("bob" not in e.content for e in result.evidence)
     empty = await router.retrieve(router.request("photosynthesis"), alice)
     assert empty.status is Status.NO_RESULTS
+
+
+async def test_provider_cap_follows_store_settings(
+    make_store: Callable[..., SQLiteMemoryStore], alice: TrustedContext
+) -> None:
+    async with make_store(settings=MemorySettings(max_query_limit=2)) as store:
+        for index in range(4):
+            await store.create(alice, NoteCreate(title=f"capped {index}"))
+            await store.append_turn(alice, TurnRole.USER, f"capped turn {index}")
+        request = RetrievalRequest.create("capped", limit=100)
+        assert len((await MemoryProvider(store).retrieve(request, alice)).evidence) == 2
+        assert len((await SessionMemoryProvider(store).retrieve(request, alice)).evidence) == 2
