@@ -3,15 +3,18 @@
 The pipeline, applied to documents and queries alike by :meth:`Analyzer.terms`:
 
 1. Clean: unpaired surrogates become U+FFFD; soft hyphens, word joiners and BOMs are dropped.
-2. NFKC, then ICU word segmentation (``icu4py`` bundles ICU, so Chinese, Japanese, Thai, Lao, Khmer
-   and Myanmar split into dictionary words with no system library).
+2. NFKC, then words: ICU word segmentation (``icu4py`` bundles ICU, no system library) for blocks
+   holding Chinese, Japanese, Thai, Lao, Khmer or Myanmar, which it splits into dictionary words; one
+   regular expression that cuts where ICU would (letters, digits, marks; ``20,00`` stays whole) for
+   blocks of space-separated scripts, which is several times faster. Text is handled in 64k blocks.
 3. Per word (cached): case fold; accents folded for Latin, Greek and Cyrillic (kana keep their marks:
    が stays が); Arabic diacritics and tatweel dropped; digits of any script made ASCII and numbers
    normalised (``20,00`` → ``20``, ``1.234,50`` → ``1234.5`` and ``1234``); stop words of 12
    languages and the project's ignore list dropped.
 4. Terms per kept word: the word; a 5-letter prefix for alphabetic words of 5+ letters (``prazos``
    meets ``prazo``); character bigrams for Chinese, Japanese and Korean words (``免許証`` meets ``免許``,
-   ``갱신은`` meets ``갱신``); the id of every synonym group the word or phrase belongs to.
+   ``갱신은`` meets ``갱신``) and a Korean word without its particle (``운영시간은`` → ``운영시간``); the
+   id of every synonym group a word or phrase belongs to (``preço``, ``cost``, ``料金`` → ``price``).
 
 A term never contains whitespace, so terms joined by spaces survive any whitespace tokenizer.
 """
@@ -29,6 +32,7 @@ from itertools import chain, compress
 from typing import NamedTuple
 
 from icu4py.breakers import WordBreaker
+from icu4py.locale import Locale
 from pydantic import BaseModel, ConfigDict
 from simone.runtime._config import LexicalSettings
 from simone.runtime._errors import ConfigError
@@ -91,6 +95,12 @@ def _token_pattern() -> re.Pattern[str]:
             start = -1
     marks = "".join(ranges)
     return re.compile(f"[\\w{marks}\u200c\u200d]{{1,{MAX_WORD_CHARS}}}(?:[.,][0-9]{{1,64}}){{0,16}}")
+
+
+@functools.cache
+def _root_locale() -> Locale:
+    """ICU's root locale, built once (a breaker made from a Locale object starts faster than from a name)."""
+    return Locale("root")
 
 
 def _is_cjk(code: int) -> bool:
@@ -443,7 +453,7 @@ class Analyzer:
 
     def _block(self, block: str) -> list[_Segment]:
         if _NEEDS_ICU.search(block):
-            pieces = list(WordBreaker(block, "root"))
+            pieces = list(WordBreaker(block, _root_locale()))
             if max(map(len, pieces), default=0) > MAX_WORD_CHARS:
                 pieces = [piece[:MAX_WORD_CHARS] for piece in pieces]
         else:
