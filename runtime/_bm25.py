@@ -57,11 +57,17 @@ class _Item:
 
 
 class BM25Index:
-    """BM25 over items added one by one, in memory (the folder provider; tests; small corpora).
+    """BM25 over items added one by one, in memory (the folder provider, passage selection, tests).
+
+    Term weights are computed on the first search after a change and kept until the next change, so
+    a build-then-search workload pays for them once. Not safe for concurrent use from several threads
+    (guard it, or give each thread its own index).
 
     Args:
-        analyzer: the text analysis (the default analyzer if omitted); documents and queries both go
-            through its :meth:`~simone.runtime.Analyzer.terms`.
+        analyzer: the text analysis (the default analyzer if omitted). Items go through its
+            :meth:`~simone.runtime.Analyzer.terms`; queries through its
+            :meth:`~simone.runtime.Analyzer.word_terms`, which holds exactly the same terms, grouped by
+            the word they come from (for coverage).
         k1: term-frequency saturation (≥ 0).
         b: length normalisation, in [0, 1].
         title_weight: how many times a title's terms count (≥ 1).
@@ -75,7 +81,7 @@ class BM25Index:
         b: float = B,
         title_weight: int = TITLE_WEIGHT,
     ) -> None:
-        if k1 < 0 or not 0 <= b <= 1 or title_weight < 1:
+        if not (math.isfinite(k1) and k1 >= 0) or not 0 <= b <= 1 or title_weight < 1:
             raise InvalidRequest(
                 f"BM25 needs k1 >= 0, 0 <= b <= 1, title_weight >= 1 (got {k1}, {b}, {title_weight})"
             )

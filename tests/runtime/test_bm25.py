@@ -153,6 +153,8 @@ def test_bad_arguments_are_invalid_requests() -> None:
     with pytest.raises(InvalidRequest):
         BM25Index(k1=-1)
     with pytest.raises(InvalidRequest):
+        BM25Index(k1=float("nan"))
+    with pytest.raises(InvalidRequest):
         BM25Index(b=1.5)
     with pytest.raises(InvalidRequest):
         BM25Index(title_weight=0)
