@@ -39,10 +39,17 @@ class RouterSettings(_Section):
 
 
 class LexicalSettings(_Section):
-    """Text analysis for lexical search (see the lexical issue)."""
+    """Text analysis for lexical search (``[lexical]``; read by :meth:`simone.runtime.Analyzer.from_settings`).
+
+    Attributes:
+        builtin_synonyms: apply the shipped synonym groups (price, opening hours, identity documents).
+        synonyms: the project's groups, each two or more words or phrases that should meet; every member
+            also emits the group's term (the first member's words, joined).
+        ignore_words: the project's words that never match (each word of an entry; analysed like text).
+    """
 
     builtin_synonyms: bool = True
-    synonyms: list[list[str]] = Field(default_factory=list)
+    synonyms: list[Annotated[list[str], Field(min_length=2)]] = Field(default_factory=list)
     ignore_words: list[str] = Field(default_factory=list)
 
 
