@@ -4,7 +4,15 @@ import tracemalloc
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
-from simone.runtime import Analyzer, BM25Index, ConfigError, Explanation, LexicalSettings, default_analyzer
+from simone.runtime import (
+    Analyzer,
+    BM25Index,
+    ConfigError,
+    Explanation,
+    LexicalSettings,
+    default_analyzer,
+    load_settings,
+)
 from simone.runtime._analysis import MAX_WORD_CHARS, fold, normalize_number
 
 A = default_analyzer()
@@ -208,6 +216,11 @@ def test_from_settings() -> None:
     assert analyzer.terms("acme") == []
     assert "sku" in analyzer.terms("the item code")
     assert analyzer.terms("cost") == ["cost"]
+
+
+def test_settings_refuse_a_one_member_group() -> None:
+    with pytest.raises(ConfigError, match="at least 2"):
+        load_settings(lexical={"synonyms": [["car"]]})
 
 
 def test_bad_configuration_is_a_config_error() -> None:
