@@ -16,7 +16,9 @@ statistics (document frequency) are per scope, so one scope's records never shif
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
+import re
 from collections.abc import Iterable
 from typing import Protocol, runtime_checkable
 
@@ -39,7 +41,9 @@ class TermAnalyzer(Protocol):
         ...
 
 
-_PLAIN = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
+_SAFE = re.compile("[a-z0-9\u0080-\u02e0\u02e2-\U0010ffff]+")
+"""Terms the ``ascii`` tokenizer keeps whole: ASCII lower-case letters and digits, any non-ASCII
+character except the scope separator."""
 _HASHED = "\u02b0"
 """Marks a hashed term token (non-ASCII, so the ``ascii`` tokenizer keeps it inside the token)."""
 _SCOPED = "\u02e1"
@@ -52,6 +56,7 @@ def _digest(text: str) -> str:
     return base64.b32encode(raw).decode("ascii").rstrip("=").lower()
 
 
+@functools.lru_cache(maxsize=1 << 17)
 def fts_token(term: str) -> str:
     """The FTS5-safe token of one analysed term (without its scope).
 
@@ -59,12 +64,7 @@ def fts_token(term: str) -> str:
     tokenizer keeps every non-ASCII character inside a token); any other term becomes a marked 64-bit
     digest, so no term is ever split or merged by FTS5.
     """
-    if (
-        term
-        and not term.startswith(_HASHED)
-        and _SCOPED not in term
-        and all(ch in _PLAIN or not ch.isascii() for ch in term)
-    ):
+    if _SAFE.fullmatch(term) and not term.startswith(_HASHED):
         return term
     return _HASHED + _digest(term)
 
