@@ -147,6 +147,14 @@ class WebSearcher:
                     failure_from(exc, backend.name, "search", (time.perf_counter() - call_started) * 1000)
                 )
                 continue
+            except Exception as exc:  # noqa: BLE001 - a backend's bug must not end the run; try the next
+                bug = ProviderError(
+                    f"{backend.name} failed unexpectedly ({type(exc).__name__}: {exc})", provider=backend.name
+                )
+                outcome.failures.append(
+                    failure_from(bug, backend.name, "search", (time.perf_counter() - call_started) * 1000)
+                )
+                continue
             await cache.put(
                 "search",
                 key,
@@ -196,10 +204,18 @@ class WebSearcher:
             outcome.reason = exc.reason
             outcome.elapsed_ms = (time.perf_counter() - started) * 1000
             return outcome
-        page = await anyio.to_thread.run_sync(
-            lambda: extract_page(fetched.text, fetched.final_url, content_type=fetched.content_type),
-            limiter=self._extract_limiter,
-        )
+        try:
+            page = await anyio.to_thread.run_sync(
+                lambda: extract_page(fetched.text, fetched.final_url, content_type=fetched.content_type),
+                limiter=self._extract_limiter,
+            )
+        except Exception as exc:  # noqa: BLE001 - a page that breaks the extractor fails alone, not the run
+            broken = FetchError(
+                "invalid_content", f"the page could not be extracted ({type(exc).__name__}: {exc})", url=url
+            )
+            outcome.failure, outcome.reason = failure_from(broken, "web-fetch", "fetch"), broken.reason
+            outcome.elapsed_ms = (time.perf_counter() - started) * 1000
+            return outcome
         outcome.page, outcome.final_url, outcome.charset_note = page, fetched.final_url, fetched.charset_note
         # A page with no main text is still an honest answer about that page, so it is cached.
         await cache.put("page", key, page.to_cache(), ttl_s=self.page_ttl_s)

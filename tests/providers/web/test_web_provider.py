@@ -101,3 +101,26 @@ async def test_failed_fetch_keeps_snippet_and_degrades(web: LoopbackWeb, tmp_pat
     assert [e.content for e in response.evidence] == ["Lake Varnholm depth is 212 metres."]
     assert response.evidence[0].metadata["fetch_status"] == "http_status"
     assert response.degraded and response.leg_failures[0].leg == "fetch"
+
+
+class _BrokenBackend:
+    name = "broken"
+
+    async def search(self, query: str, *, count: int, timeout_s: float) -> Any:
+        raise KeyError("a bug inside the backend")
+
+
+async def test_a_backend_bug_becomes_a_failure_and_the_next_backend_answers(
+    web: LoopbackWeb, tmp_path: Path
+) -> None:
+    from simone.providers.web import SearxngBackend, WebSearcher
+
+    async with stack(web, tmp_path) as opened:
+        searcher = WebSearcher(
+            [_BrokenBackend(), SearxngBackend(web.search_url, opened.searcher.backends[0]._client)],  # type: ignore[attr-defined]
+            opened.fetcher,
+        )
+        outcome = await searcher.search("Lake Varnholm", count=3, cache=opened.cache.session())
+    assert outcome.page is not None and outcome.page.backend == "searxng"
+    assert outcome.failures[0].provider == "broken" and outcome.failures[0].kind == "error"
+    assert "KeyError" in outcome.failures[0].message
