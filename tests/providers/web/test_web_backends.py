@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import time
 from email.utils import formatdate
+from pathlib import Path
 
 import httpx
 import pytest
@@ -16,6 +17,7 @@ from simone.providers.web import (
     truncate_query,
 )
 from simone.runtime import (
+    ConfigError,
     InvalidResponse,
     ProviderNotConfigured,
     ProviderTimeout,
@@ -189,3 +191,20 @@ def test_parse_retry_after() -> None:
     assert parse_retry_after("-5") == 0.0
     when = formatdate(time.time() + 60, usegmt=True)
     assert 55 <= (parse_retry_after(when) or 0) <= 61
+
+
+def test_keys_come_from_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from simone.runtime import load_settings
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SIMONE_WEB__BRAVE_API_KEY", "from-env")
+    monkeypatch.setenv("SIMONE_WEB__ALLOWED_NETWORKS", '["127.0.0.1/32"]')
+    settings = load_settings()
+    assert (
+        settings.web.brave_api_key is not None and settings.web.brave_api_key.get_secret_value() == "from-env"
+    )
+    assert "from-env" not in repr(settings.web)
+    assert [b.name for b in backends_from_settings(settings.web, httpx.AsyncClient())] == ["brave"]
+    (tmp_path / "simone.toml").write_text('[web]\nbrave_api_key = "in-a-file"\n')
+    with pytest.raises(ConfigError, match="SIMONE_WEB__BRAVE_API_KEY"):
+        load_settings()
