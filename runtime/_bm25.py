@@ -98,6 +98,7 @@ class BM25Index:
         self._postings: defaultdict[str, list[tuple[int, int]]] = defaultdict(list)
         self._weights: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]] = {}
         self._norm_cache: npt.NDArray[np.float64] | None = None
+        self._tiebreak_cache: npt.NDArray[np.int64] | None = None
 
     def __len__(self) -> int:
         return len(self._items)
@@ -156,6 +157,16 @@ class BM25Index:
         if self._weights:
             self._weights = {}
         self._norm_cache = None
+        self._tiebreak_cache = None
+
+    def _tiebreak(self) -> npt.NDArray[np.int64]:
+        """Each slot's rank in (locator, id) order, cached until the index changes."""
+        if self._tiebreak_cache is None:
+            ranks = np.zeros(len(self._ids), dtype=np.int64)
+            order = sorted(range(len(self._ids)), key=lambda slot: (self._locators[slot], self._ids[slot]))
+            ranks[order] = np.arange(len(order))
+            self._tiebreak_cache = ranks
+        return self._tiebreak_cache
 
     def _term_weights(
         self, term: str, n: int, norm: npt.NDArray[np.float64]
@@ -233,32 +244,29 @@ class BM25Index:
             candidates = (scores >= kth).nonzero()[0] if kth > 0 else (scores > 0).nonzero()[0]
         else:
             candidates = (scores > 0).nonzero()[0]
-        chosen = candidates.tolist()
-        ranked = sorted(
-            zip(
-                (-scores[candidates]).tolist(),
-                map(self._locators.__getitem__, chosen),
-                map(self._ids.__getitem__, chosen),
-                chosen,
-                strict=True,
-            )
-        )[:limit]
-        top = np.array([row[3] for row in ranked], dtype=np.int64)
+        # Best score first, then locator, then id: one numpy sort on (tie-break rank, -score).
+        order = np.lexsort((self._tiebreak()[candidates], -scores[candidates]))[:limit]
+        top = candidates[order]
+        top_slots = top.tolist()
+        top_scores = scores[top].tolist()
         row_of = np.full(size, -1, dtype=np.int64)
-        row_of[top] = np.arange(len(ranked))
+        row_of[top] = np.arange(len(top_slots))
         rows = row_of[postings]
         held = rows >= 0
         posting_bits = np.repeat(np.array(bits, dtype=np.uint64), [len(part) for part in slot_parts])
-        masks = np.zeros(len(ranked), dtype=np.uint64)
+        masks = np.zeros(len(top_slots), dtype=np.uint64)
         np.bitwise_or.at(masks, rows[held], posting_bits[held])
-        decoded: dict[int, tuple[str, ...]] = {}
+        decoded: dict[int, tuple[tuple[str, ...], float]] = {}
         total = len(kept)
+        ids = self._ids
+        locators = self._locators
         hits = []
-        for (negative, locator, doc_id, _slot), mask in zip(ranked, masks.tolist(), strict=True):
-            matched = decoded.get(mask)
-            if matched is None:
-                matched = decoded[mask] = self._decode(mask, kept, words, doc_id)
-            hits.append(_new_hit(BM25Hit, (doc_id, -negative, locator, matched, len(matched) / total)))
+        for slot, score, mask in zip(top_slots, top_scores, masks.tolist(), strict=True):
+            coverage = decoded.get(mask)
+            if coverage is None:
+                matched = self._decode(mask, kept, words, ids[slot])
+                coverage = decoded[mask] = (matched, len(matched) / total)
+            hits.append(_new_hit(BM25Hit, (ids[slot], score, locators[slot], *coverage)))
         return hits
 
     def _decode(
