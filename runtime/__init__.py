@@ -107,7 +107,10 @@ from simone.runtime._fusion import (
 from simone.runtime._packing import (
     CharEstimator as CharEstimator,
     FunctionEstimator as FunctionEstimator,
+    Packed as Packed,
+    PackItem as PackItem,
     TokenEstimator as TokenEstimator,
+    pack as pack,
     truncate_to_tokens as truncate_to_tokens,
 )
 from simone.runtime._provider import (
@@ -119,6 +122,9 @@ from simone.runtime._router import (
 )
 
 __all__ = (
+    "PackItem",
+    "Packed",
+    "pack",
     "CacheLookup",
     "CacheSession",
     "CacheStats",
