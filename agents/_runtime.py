@@ -77,8 +77,8 @@ def memory_tools(store: Any) -> list[Tool[Any]]:
 
 
 def bundled_docs() -> Path | None:
-    """The ``docs/`` folder of the installed source tree (an editable install or a checkout), if present."""
-    here = Path(__file__).resolve().parent.parent / "docs"
+    """simone's own handbook (``simone.agents.handbook``, shipped in the wheel): the sample documents."""
+    here = Path(__file__).resolve().parent / "handbook"
     return here if here.is_dir() and any(here.glob("*.md")) else None
 
 

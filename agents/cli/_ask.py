@@ -35,7 +35,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--docs",
         default=None,
-        help="documents to index when no index exists (default: agents.sample_docs, else the bundled docs/)",
+        help="documents to index when no index exists (default: agents.sample_docs, else the bundled handbook)",
     )
     parser.add_argument("--no-auto-index", action="store_true", help="never index anything automatically")
     parser.add_argument("--json", action="store_true", help="print the Answer as JSON")
@@ -81,7 +81,9 @@ async def ensure_index(runtime: Runtime, docs: str | None, console: Console | No
                 description=f"indexing: {report.chunks} chunk(s), {report.embedded} embedded",
             )
 
-        report = await index.index_paths([chosen], progress=progress)
+        # the handbook is a package: index its pages, not its __init__.py
+        paths = sorted(chosen.glob("*.md")) if chosen == bundled_docs() else [chosen]
+        report = await index.index_paths(paths, progress=progress)
     if console is not None:
         console.print(
             f"[dim]indexed {report.files_indexed} file(s), {report.chunks} chunk(s) "

@@ -30,7 +30,7 @@ def test_simone_ask_indexes_the_sample_docs_and_cites_real_chunks(
     isolated_env: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     docs = bundled_docs()
-    assert docs is not None, "the repository ships sample docs in docs/"
+    assert docs is not None, "simone ships its handbook as sample docs"
     data = isolated_env / "data"
     code = main(
         ["--data-dir", str(data), "ask", "--json", "How are the rankings of several providers fused?"]

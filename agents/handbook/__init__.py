@@ -1,0 +1,1 @@
+"""simone's handbook: the Markdown pages that ``simone ask`` indexes on a fresh machine (package data)."""
