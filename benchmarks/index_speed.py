@@ -135,9 +135,11 @@ async def main(args: argparse.Namespace) -> None:
     async with DocumentIndex.open(config, collection="scifact") as index:
         onnx = index.chain.embedders[0]
         await onnx.embed(["warm-up"], kind="query")  # the session is open before either clock starts
-        started = time.perf_counter()
+        # The machine is shared: the bare ONNX run is repeated twice and their mean is the reference;
+        # CPU seconds of this process are reported beside wall time (less sensitive to neighbours).
+        started, cpu = time.perf_counter(), time.process_time()
         report = await index.index_paths([folder])
-        index_s = time.perf_counter() - started
+        index_s, index_cpu = time.perf_counter() - started, time.process_time() - cpu
         collection = index.collection
         assert collection is not None
         rows = await collection.rows(columns=["context", "text"])
@@ -145,9 +147,13 @@ async def main(args: argparse.Namespace) -> None:
             f"{c}\n{t}" if c else t
             for c, t in zip(rows["context"].to_pylist(), rows["text"].to_pylist(), strict=True)
         ]
-        started = time.perf_counter()
-        await anyio.to_thread.run_sync(onnx.embed_sync, texts)
-        bare_s = time.perf_counter() - started
+        bare_runs = []
+        for _ in range(2):
+            started, cpu = time.perf_counter(), time.process_time()
+            await anyio.to_thread.run_sync(onnx.embed_sync, texts)
+            bare_runs.append((time.perf_counter() - started, time.process_time() - cpu))
+        bare_s = sum(w for w, _ in bare_runs) / len(bare_runs)
+        bare_cpu = sum(c for _, c in bare_runs) / len(bare_runs)
         started = time.perf_counter()
         again = await index.index_paths([folder])
         reindex_s = time.perf_counter() - started
@@ -158,18 +164,24 @@ async def main(args: argparse.Namespace) -> None:
             "end_to_end_s": round(index_s, 2),
             "chunks_per_s": round(report.chunks / index_s, 1),
             "bare_onnx_s": round(bare_s, 2),
+            "bare_onnx_runs_s": [round(w, 2) for w, _ in bare_runs],
             "ratio_end_to_end_vs_bare_onnx": round(index_s / bare_s, 3),
+            "end_to_end_cpu_s": round(index_cpu, 2),
+            "bare_onnx_cpu_s": round(bare_cpu, 2),
+            "cpu_ratio_end_to_end_vs_bare_onnx": round(index_cpu / bare_cpu, 3),
             "reindex_unchanged_s": round(reindex_s, 3),
             "reindex_embedded": again.embedded,
             "targets": {
                 "overhead_le_15pct": index_s / bare_s <= 1.15,
+                "cpu_overhead_le_15pct": index_cpu / bare_cpu <= 1.15,
                 "reindex_le_3s_0_embeddings": reindex_s <= 3 and again.embedded == 0,
             },
         }
         print(
             f"indexing {len(corpus):,} docs → {report.chunks:,} chunks: {index_s:.1f} s end to end "
             f"({report.chunks / index_s:.1f} chunks/s); bare ONNX on the same chunks {bare_s:.1f} s; "
-            f"ratio {index_s / bare_s:.3f}x (target <= 1.15)"
+            f"ratio {index_s / bare_s:.3f}x (target <= 1.15); CPU seconds {index_cpu:.1f} vs "
+            f"{bare_cpu:.1f}, ratio {index_cpu / bare_cpu:.3f}x"
         )
         print(f"re-index unchanged: {reindex_s:.2f} s, {again.embedded} embedded (target <= 3 s, 0)")
         small: dict[str, Any] = {"chunks": report.chunks}
