@@ -37,3 +37,29 @@ def test_bad_input_is_a_clear_error(docs: Path, capsys: pytest.CaptureFixture[st
     assert "does not exist" in capsys.readouterr().err
     assert main(["search", "x", str(docs), "--limit", "0"]) == 1
     assert "limit" in capsys.readouterr().err
+
+
+def test_explain_shows_the_analysis(docs: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["search", "what is the budget?", str(docs), "--explain", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert "budget" in data["explain"]["words_used"]
+    assert {"what", "is", "the"} <= set(data["explain"]["words_ignored"])
+    assert data["result"]["status"] == "complete"
+
+
+def test_all_stop_words_say_so_and_match_nothing(docs: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["search", "what is the", str(docs), "--explain", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["explain"]["all_ignored"] is True
+    assert data["result"]["status"] == "no_results"
+
+
+def test_search_over_the_index(docs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data_dir = str(tmp_path / "data")
+    assert main(["--data-dir", data_dir, "index", str(docs), "--no-embed", "--json"]) == 0
+    capsys.readouterr()
+    code = main(["--data-dir", data_dir, "search", "omitted budget", "--mode", "lexical", "--json"])
+    result = json.loads(capsys.readouterr().out)
+    assert code == 0 and result["status"] == "complete"
+    assert result["evidence"][0]["locator"].endswith("a.md#L1-L3")
+    assert result["evidence"][0]["provider"] == "document-index"
