@@ -48,14 +48,16 @@ def _max_limit(store: object, explicit: int | None) -> int:
     return int(getattr(settings, "max_query_limit", 200))
 
 
-def _legs(name: str, request: RetrievalRequest) -> tuple[list[str], list[ProviderFailure], dict[str, Any]]:
+def _session_legs(
+    name: str, request: RetrievalRequest
+) -> tuple[list[str], list[ProviderFailure], dict[str, Any]]:
     details: dict[str, Any] = {"method": "lexical"}
     if request.mode is SearchMode.SEMANTIC:
         message = f"{name} has no semantic leg; lexical only"
         failure = ProviderFailure(provider=name, kind="not_configured", message=message, leg="semantic")
         return [message], [failure], details
     if request.mode is SearchMode.HYBRID:
-        details["note"] = "hybrid served by the lexical leg (memory has no semantic leg)"
+        details["note"] = f"hybrid served by the lexical leg ({name} has no semantic leg)"
     return [], [], details
 
 
@@ -304,7 +306,7 @@ class SessionMemoryProvider:
 
     async def retrieve(self, request: RetrievalRequest, context: TrustedContext) -> ProviderResponse:
         """Search the conversation's window and summary; best first."""
-        degraded, failures, details = _legs(self._name, request)
+        degraded, failures, details = _session_legs(self._name, request)
         if context.conversation is None:
             details["note"] = "the trusted context has no conversation, so there is no session to search"
             return ProviderResponse(degraded=degraded, leg_failures=failures, details=details)
