@@ -115,6 +115,8 @@ class MemorySettings(_Section):
     ``max_query_limit`` caps every list and search; soft-deleted records are hard-deleted after
     ``soft_delete_retention_days``; session memory keeps the last ``session_window_turns`` turns of a
     conversation; ``busy_timeout_s`` is how long a writer waits for another process's transaction.
+    With an embedding chain, the memory provider's semantic leg ignores records less similar than
+    ``semantic_min_similarity`` and embeds at most ``max_embeddings_per_query`` records per request.
     """
 
     path: Path | None = None
@@ -125,6 +127,8 @@ class MemorySettings(_Section):
     max_checklist_items: Annotated[int, Field(ge=1, le=100_000)] = 500
     max_body_chars: Annotated[int, Field(ge=1, le=1_000_000)] = 65_536
     busy_timeout_s: Annotated[float, Field(gt=0, le=600)] = 30.0
+    semantic_min_similarity: Annotated[float, Field(ge=-1.0, le=1.0)] = 0.25
+    max_embeddings_per_query: Annotated[int, Field(ge=0, le=100_000)] = 256
 
 
 class WebSettings(_Section):
