@@ -548,15 +548,19 @@ class Analyzer:
         """
         result: list[tuple[str, list[str]]] = []
         for block in self._segments(text):
+            if not any(map(_STARTS_SYNONYM, block)):
+                result.extend(
+                    (w.word, list(w.terms)) for segment in block for w in segment.words if not w.ignored
+                )
+                continue
             words = [word for segment in block for word in segment.words]
             entries: list[tuple[str, list[str]]] = [(w.word, list(w.terms)) for w in words]
             orphans: list[tuple[str, list[str]]] = []
-            if any(map(_STARTS_SYNONYM, block)):
-                for owner, term in self._synonym_terms(words):
-                    if owner >= 0:
-                        entries[owner][1].append(term)
-                    else:
-                        orphans.append((term, [term]))
+            for owner, term in self._synonym_terms(words):
+                if owner >= 0:
+                    entries[owner][1].append(term)
+                else:
+                    orphans.append((term, [term]))
             result.extend(entry for entry, w in zip(entries, words, strict=True) if not w.ignored)
             result.extend(orphans)
         return result

@@ -9,10 +9,11 @@ break by locator, then id.
 from __future__ import annotations
 
 import math
+import operator
 from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from itertools import repeat
+from itertools import chain, repeat
 from typing import NamedTuple
 
 import numpy as np
@@ -28,6 +29,8 @@ TITLE_WEIGHT = 3
 """A title's terms count this many times: a title says what the item is about."""
 _BITS = 64
 _consume: Callable[[Iterable[object]], None] = deque[object](maxlen=0).extend  # runs an iterator out, in C
+_FIRST = operator.itemgetter(0)
+_SECOND = operator.itemgetter(1)
 _new_hit = tuple.__new__  # NamedTuple's own __new__ is a Python lambda; hits are many
 
 
@@ -207,13 +210,13 @@ class BM25Index:
         # word_terms holds exactly the terms of analyzer.terms(query) -- the analysis documents went
         # through -- grouped by the query word they come from (for coverage).
         words = self.analyzer.word_terms(query)
-        query_counts = Counter(term for _word, terms in words for term in terms)
+        query_counts = Counter(chain.from_iterable(map(_SECOND, words)))
         if not query_counts:
             return []
         # Coverage: a query word is in an item when any of its terms is. Each distinct kept word gets
         # a bit; each item collects the bits of the terms it holds (words past 63 share the last bit
         # and are checked one by one).
-        kept = list(dict.fromkeys(word for word, _terms in words))
+        kept = list(dict.fromkeys(map(_FIRST, words)))
         bit_of = {word: 1 << min(column, _BITS - 1) for column, word in enumerate(kept)}
         term_bits: dict[str, int] = {}
         for word, terms in words:
