@@ -21,6 +21,7 @@ from simone.runtime import (
     EmbeddingSpace,
     Evidence,
     InvalidRequest,
+    MemorySettings,
     ProviderError,
     ProviderFailure,
     ProviderKind,
@@ -108,6 +109,25 @@ class MemoryProvider:
         self._embed_batch = max(1, embed_batch)
         self._space: EmbeddingSpace | None = None
 
+    @classmethod
+    def from_settings(
+        cls,
+        store: MemoryStore,
+        settings: MemorySettings,
+        *,
+        chain: EmbeddingChain | None = None,
+        name: str = "memory",
+    ) -> MemoryProvider:
+        """A provider with the limits of the ``[memory]`` settings (semantic leg only with ``chain``)."""
+        return cls(
+            store,
+            name=name,
+            max_limit=settings.max_query_limit,
+            chain=chain,
+            min_similarity=settings.semantic_min_similarity,
+            max_embeddings_per_query=settings.max_embeddings_per_query,
+        )
+
     @property
     def name(self) -> str:
         """The instance name."""
@@ -193,6 +213,12 @@ class MemoryProvider:
                     )
                 else:
                     self._chain.record_search(fell_back=False)
+                    pending = details.get("pending_embedding", 0)
+                    if pending and mode is SearchMode.SEMANTIC:
+                        degraded.append(
+                            f"{pending} records are still waiting for embeddings; the semantic answer does "
+                            "not cover them (hybrid or lexical search does)"
+                        )
                 details["semantic_ms"] = round((time.perf_counter() - started) * 1000, 3)
         if mode is not SearchMode.SEMANTIC or "semantic" not in rankings:
             started = time.perf_counter()

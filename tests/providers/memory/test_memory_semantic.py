@@ -16,6 +16,7 @@ from simone.providers.memory import (
 from simone.providers.testing import HashEmbedder
 from simone.runtime import (
     EmbeddingChain,
+    MemorySettings,
     ProviderUnavailable,
     RetrievalRequest,
     SearchMode,
@@ -110,3 +111,12 @@ async def test_embedding_budget_per_request(store: SQLiteMemoryStore, alice: Tru
     await provider.retrieve(RetrievalRequest.create("roses"), alice)
     third = await provider.retrieve(RetrievalRequest.create("roses"), alice)
     assert third.details["embedded_now"] == 1 and "pending_embedding" not in third.details
+
+
+async def test_from_settings(store: SQLiteMemoryStore, alice: TrustedContext) -> None:
+    await store.create(alice, NoteCreate(title="Garden", body="water the roses"))
+    settings = MemorySettings(semantic_min_similarity=0.99, max_embeddings_per_query=0)
+    provider = MemoryProvider.from_settings(store, settings, chain=EmbeddingChain([HashEmbedder(64)]))
+    response = await provider.retrieve(RetrievalRequest.create("roses", mode=SearchMode.SEMANTIC), alice)
+    assert response.details["embedded_now"] == 0 and response.details["pending_embedding"] == 1
+    assert response.evidence == [] and "waiting for embeddings" in response.degraded[0]
