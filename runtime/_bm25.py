@@ -259,18 +259,23 @@ class BM25Index:
         posting_bits = np.repeat(np.array(bits, dtype=np.uint64), [len(part) for part in slot_parts])
         masks = np.zeros(len(top_slots), dtype=np.uint64)
         np.bitwise_or.at(masks, rows[held], posting_bits[held])
-        decoded: dict[int, tuple[tuple[str, ...], float]] = {}
-        total = len(kept)
+        mask_of = masks.tolist()
         ids = self._ids
         locators = self._locators
-        hits = []
-        for slot, score, mask in zip(top_slots, top_scores, masks.tolist(), strict=True):
-            coverage = decoded.get(mask)
-            if coverage is None:
+        # Hits share masks: decode each once. Words past the 63rd are looked up in the item itself,
+        # so then a mask alone does not say the words.
+        keys: list[object] = (
+            list(mask_of) if len(kept) < _BITS else list(zip(mask_of, top_slots, strict=True))
+        )
+        coverage: dict[object, tuple[tuple[str, ...], float]] = {}
+        for slot, mask, key in zip(top_slots, mask_of, keys, strict=True):
+            if key not in coverage:
                 matched = self._decode(mask, kept, words, ids[slot])
-                coverage = decoded[mask] = (matched, len(matched) / total)
-            hits.append(_new_hit(BM25Hit, (ids[slot], score, locators[slot], *coverage)))
-        return hits
+                coverage[key] = (matched, len(matched) / len(kept))
+        return [
+            _new_hit(BM25Hit, (ids[slot], score, locators[slot], *coverage[key]))
+            for slot, score, key in zip(top_slots, top_scores, keys, strict=True)
+        ]
 
     def _decode(
         self, mask: int, kept: list[str], words: list[tuple[str, list[str]]], doc_id: str

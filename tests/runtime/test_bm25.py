@@ -134,8 +134,10 @@ def test_coverage_of_a_query_with_more_than_64_words() -> None:
     index = BM25Index(PLAIN)
     index.add("late", " ".join(words[70:80]))
     index.add("early", " ".join(words[:5]))
+    index.add("later", " ".join(words[90:93]))  # same bits as "late" (only the overflow one)
     hits = {h.id: h for h in index.search(" ".join(words), limit=5)}
     assert hits["late"].matched_words == tuple(words[70:80])
+    assert hits["later"].matched_words == tuple(words[90:93])
     assert hits["early"].matched_words == tuple(words[:5])
     assert hits["late"].coverage == pytest.approx(0.10)
 
