@@ -62,9 +62,12 @@ def sentences_from(corpus: list[dict[str, str]], count: int) -> list[str]:
     return found
 
 
+BASELINE_TOKENIZER = load_tokenizer(max_tokens=256, pad=True)
+
+
 def baseline_embed(session: object, texts: list[str], batch: int) -> np.ndarray:
     """The packaged graph used plainly: input order, each batch padded to its own longest."""
-    tokenizer = load_tokenizer(max_tokens=256, pad=True)
+    tokenizer = BASELINE_TOKENIZER
     out = np.empty((len(texts), 384), dtype=np.float32)
     for start in range(0, len(texts), batch):
         encodings = tokenizer.encode_batch(texts[start : start + batch])

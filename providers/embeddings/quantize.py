@@ -5,10 +5,12 @@ fp32. This module turns it into a graph that computes in int8, reproducibly, fro
 
 1. **fold** — onnxruntime's basic graph optimiser (standard ONNX ops only) constant-folds each
    ``Cast(int8) * scale`` into an fp32 weight and writes the folded graph;
-2. **quantise** — :func:`onnxruntime.quantization.quantize_dynamic` with per-channel int8 weights
-   (activations are quantised on the fly per batch); the activation × activation matmuls of attention
-   stay fp32;
-3. **gate** — both graphs embed :data:`~simone.providers.embeddings._gate.GATE_SENTENCES`; the quantised
+2. **strip** — the exporter's ``Where(IsNaN(softmax), 0, softmax)`` guards are removed (they cannot
+   fire for this model's inputs and cost a pass over every attention matrix);
+3. **quantise** — :func:`onnxruntime.quantization.quantize_dynamic` with per-channel int8 weights
+   (activations are quantised on the fly per batch) for the weight matmuls of encoder layers 2-6; the
+   first layer (the most sensitive) and the activation × activation matmuls of attention stay fp32;
+4. **gate** — both graphs embed :data:`~simone.providers.embeddings._gate.GATE_SENTENCES`; the quantised
    one is used only when the mean cosine to the reference is at least :data:`GATE_MIN_COSINE`.
 
 The result lives in the data directory (``<data_dir>/models/``) beside a JSON report of its gate, named
@@ -39,11 +41,17 @@ from simone.providers.embeddings._gate import GATE_SENTENCES
 from simone.providers.embeddings._onnx import load_tokenizer, mean_pool
 
 #: Bump when the recipe (steps, options, gate sentences) changes: old builds are then ignored.
-RECIPE_VERSION = 1
+RECIPE_VERSION = 3
 #: The least mean cosine to the reference vectors on the gate sentences.
 GATE_MIN_COSINE = 0.99
-#: Weight type of the quantised matmuls ("qint8" per channel is the recipe).
-WEIGHT_TYPE = "qint8"
+#: Encoder layers (from the input side) whose matmuls stay fp32: the first layer is the most sensitive
+#: to quantisation (keeping it fp32 moves the mean cosine on SciFact abstracts from 0.9939 to 0.9963
+#: for a sixth of the int8 work).
+FP32_LAYERS = 1
+#: Weight matmuls per encoder layer: query, key, value, attention output, FFN up, FFN down.
+MATMULS_PER_LAYER = 6
+#: Encoder layers of all-MiniLM-L6-v2.
+LAYERS = 6
 
 Variant = Literal["quantized", "reference"]
 
@@ -135,15 +143,73 @@ def build_quantized(source: Path, target: Path) -> None:
         options.optimized_model_filepath = str(folded)
         options.log_severity_level = 3
         onnxruntime.InferenceSession(str(source), sess_options=options, providers=["CPUExecutionProvider"])
+        stripped = Path(scratch) / "stripped.onnx"
+        strip_nan_guards(folded, stripped)
         quantized = Path(scratch) / "quantized.onnx"
         quantize_dynamic(
-            folded,
+            stripped,
             quantized,
             per_channel=True,
             weight_type=QuantType.QInt8,
             op_types_to_quantize=["MatMul"],
+            nodes_to_exclude=first_layer_matmuls(stripped, FP32_LAYERS),
         )
         os.replace(quantized, target)
+
+
+def first_layer_matmuls(path: Path, layers: int) -> list[str]:
+    """Names of the weight matmuls of the first ``layers`` encoder layers (graphs are topologically sorted).
+
+    Raises:
+        ValueError: the graph does not have 6 x 6 weight matmuls, so it is not the expected model.
+    """
+    import onnx
+
+    graph = onnx.load(str(path)).graph
+    weights = {initializer.name for initializer in graph.initializer}
+    matmuls = [n.name for n in graph.node if n.op_type == "MatMul" and n.input[1] in weights]
+    if len(matmuls) != LAYERS * MATMULS_PER_LAYER:
+        raise ValueError(f"expected {LAYERS * MATMULS_PER_LAYER} weight matmuls, found {len(matmuls)}")
+    return matmuls[: layers * MATMULS_PER_LAYER]
+
+
+def strip_nan_guards(source: Path, target: Path) -> int:
+    """Drop the ``Where(IsNaN(p), 0, p)`` guard the exporter put after each attention softmax.
+
+    The guard only changes a softmax row whose keys are all masked, which cannot happen here: every
+    sequence keeps its ``[CLS]`` token unmasked. It costs a full pass over every attention matrix
+    (about a tenth of the run time on 2 cores). Returns how many guards were removed.
+    """
+    import onnx
+
+    model = onnx.load(str(source))
+    graph = model.graph
+    producers = {output: node for node in graph.node for output in node.output}
+    replace: dict[str, str] = {}
+    dropped: set[int] = set()
+    for node in graph.node:
+        if node.op_type != "Where" or len(node.input) != 3:
+            continue
+        guard = producers.get(node.input[0])
+        if guard is None or guard.op_type != "IsNaN" or guard.input[0] != node.input[2]:
+            continue
+        if producers.get(node.input[2]) is None or producers[node.input[2]].op_type != "Softmax":
+            continue
+        replace[node.output[0]] = node.input[2]
+        dropped.update((id(node), id(guard)))
+    graph_outputs = {output.name for output in graph.output}
+    if replace.keys() & graph_outputs:
+        raise ValueError("a NaN guard feeds a graph output; the graph is not the expected export")
+    kept = [node for node in graph.node if id(node) not in dropped]
+    for node in kept:
+        for position, name in enumerate(node.input):
+            if name in replace:
+                node.input[position] = replace[name]
+    del graph.node[:]
+    graph.node.extend(kept)
+    onnx.checker.check_model(model)
+    onnx.save(model, str(target))
+    return len(replace)
 
 
 def open_session(path: Path, threads: int) -> object:
@@ -234,7 +300,7 @@ def prepare(source: Path, directory: Path, *, threads: int = 2, rebuild: bool = 
 
 def _passed_reason(report: GateReport) -> str:
     return (
-        f"int8 dynamic per-channel graph, gate passed: mean cosine {report.mean_cosine:.4f} "
+        f"int8 dynamic per-channel graph (layers 2-6), gate passed: mean cosine {report.mean_cosine:.4f} "
         f"(min {report.min_cosine:.4f}) to the reference over {report.sentences} sentences"
     )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import anyio
@@ -54,6 +55,18 @@ def test_the_build_passes_its_gate_and_is_reused(models_dir: Path) -> None:
     assert again.variant == "quantized" and again.path == graph
     assert graph.stat().st_mtime_ns == stamp, "a valid build is not rebuilt"
     assert "gate passed" in again.reason
+
+
+@pytest.mark.slow
+def test_the_build_computes_in_int8_without_nan_guards(models_dir: Path) -> None:
+    import onnx
+
+    (graph,) = models_dir.glob("*.onnx")
+    ops = Counter(node.op_type for node in onnx.load(str(graph)).graph.node)
+    assert ops["MatMulInteger"] == 30, "the weight matmuls (Q, K, V, O, up, down) of layers 2-6 are int8"
+    assert ops["IsNaN"] == 0 and ops["Where"] == 1, "only the attention-mask Where is left"
+    packaged = Counter(node.op_type for node in onnx.load(str(packaged_model_path())).graph.node)
+    assert packaged["IsNaN"] == 6 and packaged["MatMulInteger"] == 0
 
 
 @pytest.mark.slow
