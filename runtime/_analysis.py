@@ -77,24 +77,27 @@ _FOLD_MARKS = re.compile(
 def _token_pattern() -> re.Pattern[str]:
     r"""Words of space-separated scripts, as ICU would cut them: letters, digits, marks, joiners.
 
-    Python's ``\w`` leaves out combining marks (Devanagari vowel signs, for one), so the marks of the
-    running Unicode version are added (those of the BMP: text with other planes goes to ICU, and the
-    class stays a fast bitmap); a number keeps its ``.``/``,`` groups (``20,00``, ``1.234,5``). Runs are
-    cut every :data:`MAX_WORD_CHARS` characters so no word is unbounded.
+    Python's ``\w`` leaves out combining marks (Devanagari vowel signs, for one). The class is spelled
+    out from the running Unicode database instead: every BMP character that ``\w`` matches, plus the
+    marks and ZWJ/ZWNJ (text with characters beyond the BMP goes to ICU). A plain character class
+    compiles to a bitmap, faster than ``\w`` itself. A number keeps its ``.``/``,`` groups (``20,00``,
+    ``1.234,5``); runs are cut every :data:`MAX_WORD_CHARS` characters so no word is unbounded.
     """
     ranges: list[str] = []
     start = -1
-    previous = -1
-    for code in range(0x0300, 0x10000):
-        if unicodedata.category(chr(code))[0] == "M":
+    for code in range(0x10001):
+        char = chr(code) if code < 0x10000 else ""
+        if char and (
+            char.isalnum() or char == "_" or unicodedata.category(char)[0] == "M" or char in "\u200c\u200d"
+        ):
             if start < 0:
                 start = code
-            previous = code
         elif start >= 0:
-            ranges.append(f"{chr(start)}-{chr(previous)}" if previous > start else chr(start))
+            first, last = re.escape(chr(start)), re.escape(chr(code - 1))
+            ranges.append(f"{first}-{last}" if code - 1 > start else first)
             start = -1
-    marks = "".join(ranges)
-    return re.compile(f"[\\w{marks}\u200c\u200d]{{1,{MAX_WORD_CHARS}}}(?:[.,][0-9]{{1,64}}){{0,16}}")
+    word = "".join(ranges)
+    return re.compile(f"[{word}]{{1,{MAX_WORD_CHARS}}}(?:[.,][0-9]{{1,64}}){{0,16}}")
 
 
 @functools.cache
