@@ -117,6 +117,8 @@ class MemorySettings(_Section):
     conversation; ``busy_timeout_s`` is how long a writer waits for another process's transaction.
     With an embedding chain, the memory provider's semantic leg ignores records less similar than
     ``semantic_min_similarity`` and embeds at most ``max_embeddings_per_query`` records per request.
+    Lexical search keeps per-scope BM25 postings in memory, at most ``search_cache_postings`` of them
+    (about 16 bytes each; 0 searches with SQLite's FTS5 only).
     """
 
     path: Path | None = None
@@ -129,6 +131,7 @@ class MemorySettings(_Section):
     busy_timeout_s: Annotated[float, Field(gt=0, le=600)] = 30.0
     semantic_min_similarity: Annotated[float, Field(ge=-1.0, le=1.0)] = 0.25
     max_embeddings_per_query: Annotated[int, Field(ge=0, le=100_000)] = 256
+    search_cache_postings: Annotated[int, Field(ge=0, le=1_000_000_000)] = 4_000_000
 
 
 class WebSettings(_Section):

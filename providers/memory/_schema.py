@@ -113,7 +113,29 @@ def _v2(db: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2)
+def _v3(db: sqlite3.Connection) -> None:
+    """A change counter per scope, bumped by every write that changes what full-text search indexes.
+
+    In-memory search indexes (:mod:`simone.providers.memory._cache`) compare it with the epoch they were
+    built at, so a write by any connection or process is seen by the next query.
+    """
+    db.execute("ALTER TABLE scopes ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0")
+    statements = [
+        """CREATE TRIGGER records_epoch_ai AFTER INSERT ON records BEGIN
+            UPDATE scopes SET epoch = epoch + 1 WHERE sig = new.scope_sig;
+        END""",
+        """CREATE TRIGGER records_epoch_ad AFTER DELETE ON records BEGIN
+            UPDATE scopes SET epoch = epoch + 1 WHERE sig = old.scope_sig;
+        END""",
+        """CREATE TRIGGER records_epoch_au AFTER UPDATE OF fts_title, fts_body, scope_sig ON records BEGIN
+            UPDATE scopes SET epoch = epoch + 1 WHERE sig IN (old.scope_sig, new.scope_sig);
+        END""",
+    ]
+    for statement in statements:
+        db.execute(statement)
+
+
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2, _v3)
 """Migration ``i`` takes the schema from version ``i`` to ``i + 1``."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -25,6 +25,13 @@ import anyio
 import numpy as np
 import numpy.typing as npt
 from simone.providers.memory import _records as trees
+from simone.providers.memory._cache import (
+    CacheInfo,
+    ScopeIndex,
+    SearchCache,
+    fts_totals,
+    score as memory_scores,
+)
 from simone.providers.memory._clock import Clock, IdGenerator, random_ids, system_clock
 from simone.providers.memory._models import (
     STATUSES,
@@ -67,11 +74,13 @@ from simone.providers.memory._scope import (
     write_scope,
 )
 from simone.providers.memory._terms import (
+    MAX_QUERY_TERMS,
     TermAnalyzer,
     analyzer_fingerprint,
     default_term_analyzer,
     fts_document,
     fts_query,
+    fts_token,
 )
 from simone.runtime import (
     Analyzer,
@@ -95,9 +104,9 @@ _SUMMARY = "summary"
 _EMBED_CHARS = 4000
 """Text sent to the embedder per record (embedding models read a few hundred tokens at most)."""
 _MAX_WINDOW = 4096
+"""The largest candidate window of the fast search path before the full query takes over."""
 _OPTIMIZE_AFTER = 1000
 """An import of at least this many records merges the full-text index into one segment."""
-"""The largest candidate window of the fast search path before the full query takes over."""
 _OPEN_ITEM = {ItemStatus.PENDING.value, ItemStatus.IN_PROGRESS.value, ItemStatus.BLOCKED.value}
 
 _RECORD_COLUMNS: tuple[str, ...] = (
@@ -179,6 +188,7 @@ class SQLiteMemoryStore:
         self._analyzer_key = analyzer_key
         self._db: sqlite3.Connection | None = None
         self._lock = threading.Lock()
+        self._cache = SearchCache(self._settings.search_cache_postings)
 
     @classmethod
     def from_settings(cls, settings: Settings, **kwargs: Any) -> SQLiteMemoryStore:
@@ -282,6 +292,7 @@ class SQLiteMemoryStore:
             if self._db is not None:
                 self._db.close()
                 self._db = None
+            self._cache.clear()
 
     # -- plumbing --------------------------------------------------------------------------------------
 
@@ -364,6 +375,18 @@ class SQLiteMemoryStore:
         marks = ", ".join("?" for _ in signatures)
         rows = db.execute(f"SELECT n FROM scopes WHERE sig IN ({marks}) ORDER BY n", signatures)
         return [int(row[0]) for row in rows.fetchall()]
+
+    @staticmethod
+    def _visible_scopes(db: sqlite3.Connection, context: TrustedContext) -> list[tuple[int, str, int]]:
+        """``(number, signature, epoch)`` of the scopes that exist and are visible to ``context``."""
+        signatures = visible_signatures(context)
+        marks = ", ".join("?" for _ in signatures)
+        rows = db.execute(f"SELECT n, sig, epoch FROM scopes WHERE sig IN ({marks}) ORDER BY n", signatures)
+        return [(int(n), str(sig), int(epoch)) for n, sig, epoch in rows.fetchall()]
+
+    def search_cache_info(self) -> CacheInfo:
+        """What the in-memory search indexes hold and how often they answered (for tests and tuning)."""
+        return self._cache.info()
 
     def _check_body(self, text: str, what: str) -> None:
         limit = self._settings.max_body_chars
@@ -953,9 +976,7 @@ class SQLiteMemoryStore:
     def _search_sync(self, context: TrustedContext, query: SearchQuery) -> list[SearchHit]:
         assert self._analyzer is not None
         db = self._read()
-        match = fts_query(self._analyzer.terms(query.text), self._visible_numbers(db, context))
-        if match is None:
-            return []
+        terms = self._analyzer.terms(query.text)
         condition, params = self._filters(
             context,
             kinds=query.kinds,
@@ -965,11 +986,83 @@ class SQLiteMemoryStore:
             include_inactive_facts=query.include_inactive_facts,
             now=self._now(),
         )
+        # One read transaction: the scope epochs, the in-memory index and the rows are one snapshot.
+        db.execute("BEGIN")
+        try:
+            visible = self._visible_scopes(db, context)
+            match = fts_query(terms, [number for number, _, _ in visible])
+            if match is None:
+                hits: list[SearchHit] = []
+            else:
+                indexes = self._cache.indexes(db, visible)
+                if indexes is not None:
+                    hits = self._search_memory(db, indexes, terms, condition, params, query.limit)
+                else:
+                    hits = self._search_sql(db, match, condition, params, query.limit)
+            db.execute("COMMIT")
+            return hits
+        finally:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+
+    def _search_memory(
+        self,
+        db: sqlite3.Connection,
+        indexes: list[ScopeIndex],
+        terms: list[str],
+        condition: str,
+        params: list[Any],
+        limit: int,
+    ) -> list[SearchHit]:
+        """BM25 from the in-memory indexes (the scores of ``bm25()``), then the filters in SQL.
+
+        The best ``window`` rows by score, with every row tied at the cut-off, go through the filters; if
+        at least ``limit`` pass, no row outside (all strictly worse) can enter the result, so it is exact.
+        Otherwise the window grows until it holds every matching row.
+        """
+        tokens = list(dict.fromkeys(fts_token(term) for term in terms))[:MAX_QUERY_TERMS]
+        rows, total_tokens = fts_totals(db)
+        rowids, scores = memory_scores(indexes, tokens, rows, total_tokens)
+        if not len(rowids):
+            return []
+        window = max(4 * limit, 64)
+        while True:
+            if window >= len(rowids):
+                chosen_rowids, chosen_scores, complete = rowids, scores, True
+            else:
+                threshold = np.partition(scores, len(scores) - window)[len(scores) - window]
+                keep = scores >= threshold
+                chosen_rowids, chosen_scores = rowids[keep], scores[keep]
+                complete = len(chosen_rowids) == len(rowids)
+            score_of = dict(zip(chosen_rowids.tolist(), chosen_scores.tolist(), strict=True))
+            passed = db.execute(
+                "SELECT r.rowid, r.updated_us, r.id FROM records r "
+                f"WHERE r.rowid IN (SELECT value FROM json_each(?)) AND {condition}",
+                (json.dumps(list(score_of)), *params),
+            ).fetchall()
+            if complete or len(passed) >= limit:
+                break
+            window *= 8
+        passed.sort(key=lambda row: (-score_of[row[0]], -row[1], row[2]))
+        top = [int(row[0]) for row in passed[:limit]]
+        if not top:
+            return []
+        fetched = db.execute(
+            f"SELECT {_SELECT_RECORD} FROM records r WHERE r.rowid IN (SELECT value FROM json_each(?))",
+            (json.dumps(top),),
+        ).fetchall()
+        by_rowid = {int(row["rowid"]): row for row in fetched}
+        return [SearchHit(record=self._record(by_rowid[rowid]), score=score_of[rowid]) for rowid in top]
+
+    def _search_sql(
+        self, db: sqlite3.Connection, match: str, condition: str, params: list[Any], limit: int
+    ) -> list[SearchHit]:
+        """BM25 by FTS5's ``bm25()`` (the title weighted 3), the filters and the tie-break in SQL."""
         # Fast path: the best ``window`` rows by BM25 from the index alone, then the filters and the
         # tie-break on those few rows. It is exact when the index had fewer matches than the window, or
         # when the last hit kept ranks strictly better than the worst candidate (so no row outside the
         # window can tie with or beat it); otherwise the window grows, and at last the full query runs.
-        window = max(4 * query.limit, 64)
+        window = max(4 * limit, 64)
         while window <= _MAX_WINDOW:
             candidates = db.execute(
                 "SELECT rowid, bm25(records_fts, 3.0, 1.0) AS score FROM records_fts "
@@ -985,9 +1078,9 @@ class SQLiteMemoryStore:
                 (*ranks, *params),
             ).fetchall()
             rows.sort(key=lambda row: (ranks[row["rowid"]], -row["updated_us"], row["id"]))
-            rows = rows[: query.limit]
+            rows = rows[:limit]
             worst = float(candidates[-1][1])
-            if len(candidates) < window or (len(rows) == query.limit and ranks[rows[-1]["rowid"]] < worst):
+            if len(candidates) < window or (len(rows) == limit and ranks[rows[-1]["rowid"]] < worst):
                 return [SearchHit(record=self._record(row), score=-ranks[row["rowid"]]) for row in rows]
             window *= 8
         full = db.execute(
@@ -996,7 +1089,7 @@ class SQLiteMemoryStore:
             "FROM records_fts JOIN records r ON r.rowid = records_fts.rowid "
             f"WHERE records_fts MATCH ? AND {condition} ORDER BY score, u DESC, i LIMIT ?"
             ") w JOIN records r ON r.rowid = w.rid ORDER BY w.score, w.u DESC, w.i",
-            (match, *params, query.limit),
+            (match, *params, limit),
         )
         return [SearchHit(record=self._record(row), score=-float(row["score"])) for row in full.fetchall()]
 

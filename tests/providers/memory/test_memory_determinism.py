@@ -167,9 +167,9 @@ async def replay(path: Path, log: list[tuple[str, int, dict[str, Any]]]) -> tupl
                 )
             if name in ("add_item", "update_item", "move_item", "remove_item"):
                 record = await store.get(context, pick)
-                items = _item_ids(record.items) or ["missing"]
-                item = items[p["item"] % len(items)]
-                parent = items[p["other"] % len(items)] if p["other"] % 3 else None
+                item_ids = _item_ids(record.items) or ["missing"]
+                item = item_ids[p["item"] % len(item_ids)]
+                parent = item_ids[p["other"] % len(item_ids)] if p["other"] % 3 else None
                 if name == "add_item":
                     args: Any = ItemAdd(
                         checklist_id=pick, text=p["text"], parent_id=parent, position=p["position"]
@@ -218,7 +218,7 @@ async def replay(path: Path, log: list[tuple[str, int, dict[str, Any]]]) -> tupl
 
 
 def _tail(p: dict[str, Any]) -> str:
-    return p["text"][::-1]
+    return str(p["text"][::-1])
 
 
 def _plain(value: Any) -> Any:

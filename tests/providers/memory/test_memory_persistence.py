@@ -98,7 +98,7 @@ async def test_migrates_a_version_1_database(
             note.id
         ]
     db = sqlite3.connect(path)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
     assert db.execute("SELECT COUNT(*) FROM record_vectors").fetchone()[0] == 0
     db.close()
 

@@ -128,7 +128,7 @@ async def test_bad_arguments_are_typed_errors(store: SQLiteMemoryStore, alice: T
         {"title": "x", "tags": ["two words"]},
     ):
         with pytest.raises(InvalidRequest, match="create_note"):
-            await create.invoke(store, alice, raw)  # type: ignore[arg-type]
+            await create.invoke(store, alice, raw)
     with pytest.raises(InvalidRequest, match="valid_until must be after valid_from"):
         await memory_tool("create_fact").invoke(
             store,

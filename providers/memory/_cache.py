@@ -1,0 +1,292 @@
+"""In-memory BM25 over the stored FTS5 tokens of each scope: the same scores as SQLite's ``bm25()``.
+
+A claim-sized query (about 20 terms) matches a large share of its scope, and FTS5's ``bm25()`` costs a
+few microseconds per matching row. This module keeps, per scope, the tokens the FTS5 index holds (the
+``fts_title`` / ``fts_body`` columns) as numpy postings, and scores a query with one ``bincount`` —
+reproducing FTS5's formula operation by operation, so scores are bit-identical and the ranking and its
+ties (newest update, then id) are exactly those of the SQL path:
+
+* N and the average row length come from the FTS5 index's own averages record (every scope, deleted
+  records included), read in the query's read transaction;
+* the document frequency of a token is its number of rows in the scope (tokens carry their scope);
+* the frequency of a token in a row is 3 × its title occurrences + its body occurrences (the column
+  weights), the row length is its token count over both columns;
+* a row's score sums its tokens' contributions in query order, from 0.0, as FTS5 does.
+
+Freshness: every write that adds, removes or re-analyses a record bumps its scope's ``epoch`` (triggers,
+schema v3), so a write by any connection or process is seen by the next query. A scope whose epoch moved
+is dropped and answered by SQL until it has stopped changing for one query; then it is rebuilt. The cache
+holds at most ``max_postings`` postings (least recently used scopes are evicted); a scope larger than that
+is always answered by SQL.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+from simone.providers.memory._terms import scope_suffix
+
+K1 = 1.2
+"""FTS5's ``bm25()`` term-frequency saturation (fixed in SQLite)."""
+B = 0.75
+"""FTS5's ``bm25()`` length normalisation (fixed in SQLite)."""
+TITLE_WEIGHT = 3.0
+"""The title column's weight, as passed to ``bm25(records_fts, 3.0, 1.0)``."""
+_AVERAGES_ROWID = 1
+"""The id of FTS5's averages record (row count, then the token total of each column)."""
+
+
+class CacheInfo(NamedTuple):
+    """What the in-memory search cache holds and how often it answered.
+
+    Attributes:
+        scopes: scopes held.
+        postings: postings held, in all (the bound is ``memory.search_cache_postings``).
+        hits: searches answered from memory.
+        misses: searches answered by SQL (cache off, a scope changing, or too large).
+        builds: scopes built (or rebuilt after a change).
+    """
+
+    scopes: int
+    postings: int
+    hits: int
+    misses: int
+    builds: int
+
+
+def _varints(block: bytes) -> list[int]:
+    """SQLite-style varints (big-endian 7-bit groups, a 9th byte of 8 bits), as FTS5 writes them."""
+    values: list[int] = []
+    pos = 0
+    while pos < len(block):
+        value = 0
+        for _ in range(8):
+            byte = block[pos]
+            pos += 1
+            value = (value << 7) | (byte & 0x7F)
+            if byte < 0x80:
+                break
+        else:
+            value = (value << 8) | block[pos]
+            pos += 1
+        values.append(value)
+    return values
+
+
+def fts_totals(db: sqlite3.Connection) -> tuple[int, int]:
+    """FTS5's row count and token total (all columns) of ``records_fts``, as ``bm25()`` reads them."""
+    row = db.execute("SELECT block FROM records_fts_data WHERE id = ?", (_AVERAGES_ROWID,)).fetchone()
+    values = _varints(bytes(row[0])) if row is not None and row[0] else []
+    if not values:
+        return 0, 0
+    return values[0], sum(values[1:])
+
+
+@dataclass(slots=True)
+class ScopeIndex:
+    """The FTS5 tokens of one scope's records as CSR postings (built once, read-only afterwards)."""
+
+    number: int
+    epoch: int
+    rowids: npt.NDArray[np.int64]
+    lengths: npt.NDArray[np.float64]
+    spans: dict[str, tuple[int, int]]
+    slots: npt.NDArray[np.int64]
+    freqs: npt.NDArray[np.float64]
+    norm_for: float = math.nan
+    norm: npt.NDArray[np.float64] | None = None
+
+    @property
+    def postings(self) -> int:
+        """How many (token, row) pairs it holds."""
+        return len(self.slots)
+
+    @classmethod
+    def build(cls, db: sqlite3.Connection, number: int, signature: str, epoch: int) -> ScopeIndex:
+        """Read the scope's records' tokens (in the caller's read transaction) and index them."""
+        rows = db.execute(
+            "SELECT rowid, fts_title, fts_body FROM records WHERE scope_sig = ? ORDER BY rowid", (signature,)
+        ).fetchall()
+        tokens: list[str] = []
+        counts: list[int] = []  # per row: title tokens, body tokens
+        rowids: list[int] = []
+        for rowid, title, body in rows:
+            title_tokens = title.split()
+            body_tokens = body.split()
+            tokens += title_tokens
+            tokens += body_tokens
+            counts.append(len(title_tokens))
+            counts.append(len(body_tokens))
+            rowids.append(int(rowid))
+        pair_counts = np.array(counts, dtype=np.int64).reshape(-1, 2)
+        lengths = pair_counts.sum(axis=1).astype(np.float64)
+        vocabulary: dict[str, int] = {}
+        token_ids = np.fromiter(
+            (vocabulary.setdefault(token, len(vocabulary)) for token in tokens),
+            dtype=np.int64,
+            count=len(tokens),
+        )
+        size = len(rowids)
+        row_of = np.repeat(np.arange(size, dtype=np.int64), pair_counts.sum(axis=1))
+        weight = np.repeat(np.tile(np.array([TITLE_WEIGHT, 1.0]), size), pair_counts.ravel())
+        keys = token_ids * max(size, 1) + row_of
+        unique, inverse = np.unique(keys, return_inverse=True)
+        freqs = np.bincount(inverse, weights=weight, minlength=len(unique)).astype(np.float64, copy=False)
+        token_of = unique // max(size, 1)
+        slots = unique - token_of * max(size, 1)
+        starts = np.searchsorted(token_of, np.arange(len(vocabulary) + 1, dtype=np.int64))
+        spans = {token: (int(starts[index]), int(starts[index + 1])) for token, index in vocabulary.items()}
+        return cls(
+            number=number,
+            epoch=epoch,
+            rowids=np.array(rowids, dtype=np.int64),
+            lengths=lengths,
+            spans=spans,
+            slots=slots,
+            freqs=freqs,
+        )
+
+    def normalisation(self, avgdl: float) -> npt.NDArray[np.float64]:
+        """k1·(1 − b + b·|d|/avgdl) per row, exactly as FTS5 evaluates it (cached per avgdl)."""
+        if self.norm is None or self.norm_for != avgdl:
+            self.norm = K1 * ((1.0 - B) + (B * self.lengths) / avgdl)
+            self.norm_for = avgdl
+        return self.norm
+
+
+def score(
+    indexes: Sequence[ScopeIndex], tokens: Sequence[str], rows: int, total_tokens: int
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """The rowids matching any of ``tokens`` in the scopes, and their BM25 scores (as ``-bm25()``).
+
+    Args:
+        indexes: the visible scopes.
+        tokens: the query's distinct FTS5 tokens without their scope suffix, in query order.
+        rows: FTS5's row count.
+        total_tokens: FTS5's token total over both columns.
+    """
+    if rows <= 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+    avgdl = float(total_tokens) / float(rows)
+    gain = K1 + 1.0
+    positions: list[npt.NDArray[np.int64]] = []
+    parts: list[npt.NDArray[np.float64]] = []
+    rowid_parts: list[npt.NDArray[np.int64]] = []
+    offset = 0
+    for index in indexes:
+        suffix = scope_suffix(index.number)
+        norm: npt.NDArray[np.float64] | None = None
+        for token in tokens:
+            span = index.spans.get(token + suffix)
+            if span is None:
+                continue
+            start, end = span
+            hits = end - start
+            idf = math.log((rows - hits + 0.5) / (hits + 0.5))
+            if idf <= 0.0:
+                idf = 1e-6
+            if norm is None:
+                norm = index.normalisation(avgdl)
+            slots = index.slots[start:end]
+            freq = index.freqs[start:end]
+            parts.append(idf * ((freq * gain) / (freq + norm[slots])))
+            positions.append(slots + offset)
+        rowid_parts.append(index.rowids)
+        offset += len(index.rowids)
+    if not parts:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+    # bincount adds in input order: each row sums its tokens' contributions in query order, from 0.0
+    totals = np.bincount(np.concatenate(positions), weights=np.concatenate(parts), minlength=offset).astype(
+        np.float64, copy=False
+    )
+    matched = np.flatnonzero(totals > 0)
+    return np.concatenate(rowid_parts)[matched], totals[matched]
+
+
+class SearchCache:
+    """The per-scope in-memory indexes of one store (use it from one thread at a time).
+
+    Args:
+        max_postings: the most postings held over all scopes (0 turns the cache off).
+    """
+
+    def __init__(self, max_postings: int) -> None:
+        self.max_postings = max_postings
+        self._entries: OrderedDict[int, ScopeIndex] = OrderedDict()
+        self._seen: dict[int, int] = {}
+        self._too_large: dict[int, int] = {}
+        self._held = 0
+        self._hits = 0
+        self._misses = 0
+        self._builds = 0
+
+    def info(self) -> CacheInfo:
+        """What the cache holds and how often it answered."""
+        return CacheInfo(len(self._entries), self._held, self._hits, self._misses, self._builds)
+
+    def clear(self) -> None:
+        """Forget every scope (the store closed)."""
+        self._entries.clear()
+        self._seen.clear()
+        self._too_large.clear()
+        self._held = 0
+
+    def _drop(self, number: int) -> None:
+        entry = self._entries.pop(number, None)
+        if entry is not None:
+            self._held -= entry.postings
+
+    def indexes(
+        self, db: sqlite3.Connection, visible: Sequence[tuple[int, str, int]]
+    ) -> list[ScopeIndex] | None:
+        """The fresh indexes of the visible scopes ``(number, signature, epoch)``, or ``None`` for SQL.
+
+        Must run inside the query's read transaction, so what it builds is the snapshot the query reads.
+        """
+        if self.max_postings <= 0:
+            self._misses += 1
+            return None
+        ready = True
+        wanted: list[tuple[int, str, int]] = []
+        for number, signature, epoch in visible:
+            entry = self._entries.get(number)
+            if entry is not None and entry.epoch == epoch:
+                continue
+            if entry is not None:  # changed since it was built: answer by SQL until it settles
+                self._drop(number)
+                self._seen[number] = epoch
+                ready = False
+            elif self._seen.get(number, epoch) != epoch or self._too_large.get(number) == epoch:
+                self._seen[number] = epoch  # still changing, or known not to fit
+                ready = False
+            else:
+                self._seen[number] = epoch
+                wanted.append((number, signature, epoch))
+        if not ready:
+            self._misses += 1
+            return None
+        for number, signature, epoch in wanted:
+            built = ScopeIndex.build(db, number, signature, epoch)
+            self._builds += 1
+            self._entries[number] = built
+            self._held += built.postings
+        numbers = {number for number, _, _ in visible}
+        for number in numbers:
+            self._entries.move_to_end(number)
+        while self._held > self.max_postings and next(iter(self._entries)) not in numbers:
+            self._drop(next(iter(self._entries)))
+        if self._held > self.max_postings:  # the visible scopes alone do not fit: SQL answers them
+            for number, _, epoch in wanted:
+                self._drop(number)
+                self._too_large[number] = epoch
+            self._misses += 1
+            return None
+        self._hits += 1
+        return [self._entries[number] for number, _, _ in visible]
