@@ -360,3 +360,28 @@ def test_new_chunk_settings_rechunk_unchanged_files(tmp_path: Path, tree: Path) 
             assert again.files_unchanged == 4 and again.chunks == 0
 
     anyio.run(go)
+
+
+@pytest.mark.parametrize("kind", ["ivf_flat", "ivf_hnsw_sq"])
+def test_the_ann_index_is_built_past_the_threshold_and_new_rows_are_still_found(
+    tmp_path: Path, kind: str
+) -> None:
+    root = tmp_path / "many"
+    root.mkdir()
+    for number in range(300):
+        (root / f"n{number:03d}.md").write_text(f"# Note {number}\n\nTopic {number} about item{number}.\n")
+    config = IndexSettings(ann_min_rows=256, ann_index=kind)  # type: ignore[arg-type]
+
+    async def go() -> None:
+        async with _index(tmp_path, EmbeddingChain([HashEmbedder(256)]), settings=config) as index:
+            report = await index.index_paths([root])
+            assert any(f"built the {kind} vector index" in note for note in report.maintenance)
+            assert "vector_idx" in await index.collection.index_names()  # type: ignore[union-attr]
+            hit = await _search(index, "Note 123: topic 123 about item123", SearchMode.SEMANTIC)
+            assert Path(hit.evidence[0].metadata["path"]).name == "n123.md"
+            (root / "late.md").write_text("# Late\n\nA zeppelin arrives late.\n")
+            await index.index_paths([root])
+            late = await _search(index, "zeppelin arrives late", SearchMode.SEMANTIC)
+            assert Path(late.evidence[0].metadata["path"]).name == "late.md"
+
+    anyio.run(go)
