@@ -13,20 +13,24 @@ ties (newest update, then id) are exactly those of the SQL path:
   weights), the row length is its token count over both columns;
 * a row's score sums its tokens' contributions in query order, from 0.0, as FTS5 does.
 
-Freshness: every write that adds, removes or re-analyses a record bumps its scope's ``epoch`` (triggers,
-schema v3), so a write by any connection or process is seen by the next query. A scope whose epoch moved
-is dropped and answered by SQL until it has stopped changing for one query; then it is rebuilt. The cache
+Freshness: every write that adds, removes or re-analyses a record bumps its scope's ``epoch`` and logs the
+record in ``record_changes`` (triggers, schema v3), so a write by any connection or process is seen by the
+next query: a scope whose epoch moved re-reads the logged records and patches its index (removed rows are
+masked, new versions kept beside the built postings). A scope patched with more than a tenth of its rows
+(at least 256), or whose log was pruned, is dropped and answered by SQL until it has stopped changing for
+one query; then it is rebuilt. The cache
 holds at most ``max_postings`` postings (least recently used scopes are evicted); a scope larger than that
 is always answered by SQL.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import sqlite3
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
@@ -39,6 +43,8 @@ B = 0.75
 """FTS5's ``bm25()`` length normalisation (fixed in SQLite)."""
 TITLE_WEIGHT = 3.0
 """The title column's weight, as passed to ``bm25(records_fts, 3.0, 1.0)``."""
+_MAX_EXTRA = 256
+"""Rows patched into a scope's index (at least; or a tenth of it) before it is rebuilt instead."""
 _AVERAGES_ROWID = 1
 """The id of FTS5's averages record (row count, then the token total of each column)."""
 
@@ -95,6 +101,7 @@ class ScopeIndex:
 
     number: int
     epoch: int
+    seq: int
     rowids: npt.NDArray[np.int64]
     lengths: npt.NDArray[np.float64]
     spans: dict[str, tuple[int, int]]
@@ -102,6 +109,11 @@ class ScopeIndex:
     freqs: npt.NDArray[np.float64]
     norm_for: float = math.nan
     norm: npt.NDArray[np.float64] | None = None
+    dead: npt.NDArray[np.bool_] | None = None
+    """Built rows removed or changed since the build (their postings are skipped)."""
+    extra: dict[int, tuple[dict[str, float], float]] = field(default_factory=dict)
+    """Rows added or changed since the build: rowid -> (token frequencies, length)."""
+    slot_of: dict[int, int] | None = None
 
     @property
     def postings(self) -> int:
@@ -111,6 +123,7 @@ class ScopeIndex:
     @classmethod
     def build(cls, db: sqlite3.Connection, number: int, signature: str, epoch: int) -> ScopeIndex:
         """Read the scope's records' tokens (in the caller's read transaction) and index them."""
+        seq = last_change(db)
         rows = db.execute(
             "SELECT rowid, fts_title, fts_body FROM records WHERE scope_sig = ? ORDER BY rowid", (signature,)
         ).fetchall()
@@ -127,12 +140,9 @@ class ScopeIndex:
             rowids.append(int(rowid))
         pair_counts = np.array(counts, dtype=np.int64).reshape(-1, 2)
         lengths = pair_counts.sum(axis=1).astype(np.float64)
-        vocabulary: dict[str, int] = {}
-        token_ids = np.fromiter(
-            (vocabulary.setdefault(token, len(vocabulary)) for token in tokens),
-            dtype=np.int64,
-            count=len(tokens),
-        )
+        # token ids in C: distinct tokens in first-seen order, then one dict lookup per token
+        vocabulary = {token: index for index, token in enumerate(dict.fromkeys(tokens))}
+        token_ids = np.fromiter(map(vocabulary.__getitem__, tokens), dtype=np.int64, count=len(tokens))
         size = len(rowids)
         row_of = np.repeat(np.arange(size, dtype=np.int64), pair_counts.sum(axis=1))
         weight = np.repeat(np.tile(np.array([TITLE_WEIGHT, 1.0]), size), pair_counts.ravel())
@@ -146,6 +156,7 @@ class ScopeIndex:
         return cls(
             number=number,
             epoch=epoch,
+            seq=seq,
             rowids=np.array(rowids, dtype=np.int64),
             lengths=lengths,
             spans=spans,
@@ -159,6 +170,63 @@ class ScopeIndex:
             self.norm = K1 * ((1.0 - B) + (B * self.lengths) / avgdl)
             self.norm_for = avgdl
         return self.norm
+
+    def patch(self, db: sqlite3.Connection, signature: str, epoch: int) -> None:
+        """Re-read the records logged as changed in this scope since the build (or the last patch)."""
+        seq = last_change(db)
+        changed = [
+            int(row[0])
+            for row in db.execute(
+                "SELECT DISTINCT rid FROM record_changes WHERE n = ? AND seq > ?", (self.number, self.seq)
+            )
+        ]
+        rows = db.execute(
+            "SELECT rowid, fts_title, fts_body FROM records "
+            "WHERE rowid IN (SELECT value FROM json_each(?)) AND scope_sig = ?",
+            (json.dumps(changed), signature),
+        ).fetchall()
+        if self.slot_of is None:
+            self.slot_of = {rowid: slot for slot, rowid in enumerate(self.rowids.tolist())}
+        if self.dead is None:
+            self.dead = np.zeros(len(self.rowids), dtype=np.bool_)
+        for rowid in changed:
+            slot = self.slot_of.get(rowid)
+            if slot is not None:
+                self.dead[slot] = True
+            self.extra.pop(rowid, None)
+        for rowid, title, body in rows:
+            counts: dict[str, float] = {}
+            title_tokens = title.split()
+            body_tokens = body.split()
+            for token in title_tokens:
+                counts[token] = counts.get(token, 0.0) + TITLE_WEIGHT
+            for token in body_tokens:
+                counts[token] = counts.get(token, 0.0) + 1.0
+            self.extra[int(rowid)] = (counts, float(len(title_tokens) + len(body_tokens)))
+        self.epoch = epoch
+        self.seq = seq
+
+
+def last_change(db: sqlite3.Connection) -> int:
+    """The newest entry of the change log (0 when empty)."""
+    row = db.execute("SELECT MAX(seq) FROM record_changes").fetchone()
+    return int(row[0]) if row is not None and row[0] is not None else 0
+
+
+def pruned_through(db: sqlite3.Connection) -> int:
+    """Change-log entries up to this one may be gone (an index built before must be rebuilt)."""
+    row = db.execute("SELECT value FROM meta WHERE key = 'changes_pruned_through'").fetchone()
+    return int(row[0]) if row is not None else 0
+
+
+def prune_changes(db: sqlite3.Connection, keep: int = 100_000) -> None:
+    """Keep the last ``keep`` change-log entries (inside the caller's write transaction)."""
+    bound = last_change(db) - keep
+    if bound > pruned_through(db):
+        db.execute("DELETE FROM record_changes WHERE seq <= ?", (bound,))
+        db.execute(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES ('changes_pruned_through', ?)", (str(bound),)
+        )
 
 
 def score(
@@ -183,23 +251,43 @@ def score(
     for index in indexes:
         suffix = scope_suffix(index.number)
         norm: npt.NDArray[np.float64] | None = None
+        size = len(index.rowids)
+        extra_rowids = list(index.extra)
+        extra_rows = [index.extra[rowid] for rowid in extra_rowids]
+        extra_norm = (
+            K1 * ((1.0 - B) + (B * np.array([length for _, length in extra_rows], dtype=np.float64)) / avgdl)
+            if extra_rows
+            else None
+        )
         for token in tokens:
-            span = index.spans.get(token + suffix)
-            if span is None:
+            key = token + suffix
+            start, end = index.spans.get(key, (0, 0))
+            slots = index.slots[start:end]
+            freq = index.freqs[start:end]
+            if index.dead is not None and len(slots):
+                live = ~index.dead[slots]
+                slots, freq = slots[live], freq[live]
+            added = [(row, counts[key]) for row, (counts, _) in enumerate(extra_rows) if key in counts]
+            hits = len(slots) + len(added)
+            if not hits:
                 continue
-            start, end = span
-            hits = end - start
             idf = math.log((rows - hits + 0.5) / (hits + 0.5))
             if idf <= 0.0:
                 idf = 1e-6
-            if norm is None:
-                norm = index.normalisation(avgdl)
-            slots = index.slots[start:end]
-            freq = index.freqs[start:end]
-            parts.append(idf * ((freq * gain) / (freq + norm[slots])))
-            positions.append(slots + offset)
+            if len(slots):
+                if norm is None:
+                    norm = index.normalisation(avgdl)
+                parts.append(idf * ((freq * gain) / (freq + norm[slots])))
+                positions.append(slots + offset)
+            if added:
+                assert extra_norm is not None
+                at = np.array([row for row, _ in added], dtype=np.int64)
+                extra_freq = np.array([count for _, count in added], dtype=np.float64)
+                parts.append(idf * ((extra_freq * gain) / (extra_freq + extra_norm[at])))
+                positions.append(at + (offset + size))
         rowid_parts.append(index.rowids)
-        offset += len(index.rowids)
+        rowid_parts.append(np.array(extra_rowids, dtype=np.int64))
+        offset += size + len(extra_rowids)
     if not parts:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
     # bincount adds in input order: each row sums its tokens' contributions in query order, from 0.0
@@ -259,7 +347,11 @@ class SearchCache:
             entry = self._entries.get(number)
             if entry is not None and entry.epoch == epoch:
                 continue
-            if entry is not None:  # changed since it was built: answer by SQL until it settles
+            if entry is not None and entry.seq >= pruned_through(db):
+                entry.patch(db, signature, epoch)  # the logged changes, re-read
+                if len(entry.extra) <= max(_MAX_EXTRA, len(entry.rowids) // 10):
+                    continue
+            if entry is not None:  # changed a lot since it was built: answer by SQL until it settles
                 self._drop(number)
                 self._seen[number] = epoch
                 ready = False

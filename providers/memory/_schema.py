@@ -114,21 +114,33 @@ def _v2(db: sqlite3.Connection) -> None:
 
 
 def _v3(db: sqlite3.Connection) -> None:
-    """A change counter per scope, bumped by every write that changes what full-text search indexes.
+    """A change counter per scope and a log of changed records, for in-memory search indexes.
 
-    In-memory search indexes (:mod:`simone.providers.memory._cache`) compare it with the epoch they were
-    built at, so a write by any connection or process is seen by the next query.
+    Every write that changes what full-text search indexes bumps the counter and logs the record. In-memory search indexes (:mod:`simone.providers.memory._cache`) compare the counter with the epoch
+    they were built at, so a write by any connection or process is seen by the next query, and re-read
+    only the logged records. The log is pruned to its last entries (``meta.changes_pruned_through``).
     """
     db.execute("ALTER TABLE scopes ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0")
     statements = [
+        # which record changed in which scope, so an index can patch itself instead of rebuilding
+        """CREATE TABLE record_changes (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            n INTEGER NOT NULL,
+            rid INTEGER NOT NULL
+        )""",
+        "CREATE INDEX record_changes_scope ON record_changes (n, seq)",
         """CREATE TRIGGER records_epoch_ai AFTER INSERT ON records BEGIN
             UPDATE scopes SET epoch = epoch + 1 WHERE sig = new.scope_sig;
+            INSERT INTO record_changes (n, rid) SELECT n, new.rowid FROM scopes WHERE sig = new.scope_sig;
         END""",
         """CREATE TRIGGER records_epoch_ad AFTER DELETE ON records BEGIN
             UPDATE scopes SET epoch = epoch + 1 WHERE sig = old.scope_sig;
+            INSERT INTO record_changes (n, rid) SELECT n, old.rowid FROM scopes WHERE sig = old.scope_sig;
         END""",
         """CREATE TRIGGER records_epoch_au AFTER UPDATE OF fts_title, fts_body, scope_sig ON records BEGIN
             UPDATE scopes SET epoch = epoch + 1 WHERE sig IN (old.scope_sig, new.scope_sig);
+            INSERT INTO record_changes (n, rid)
+            SELECT n, new.rowid FROM scopes WHERE sig IN (old.scope_sig, new.scope_sig);
         END""",
     ]
     for statement in statements:

@@ -30,6 +30,7 @@ from simone.providers.memory._cache import (
     ScopeIndex,
     SearchCache,
     fts_totals,
+    prune_changes,
     score as memory_scores,
 )
 from simone.providers.memory._clock import Clock, IdGenerator, random_ids, system_clock
@@ -817,6 +818,7 @@ class SQLiteMemoryStore:
             cursor = db.execute(
                 "DELETE FROM records WHERE deleted_us IS NOT NULL AND deleted_us <= ?", (_us(cutoff),)
             )
+            prune_changes(db)
             return cursor.rowcount
 
         return self._write(transaction)
@@ -1612,6 +1614,7 @@ class SQLiteMemoryStore:
             )
         if len(document.records) >= _OPTIMIZE_AFTER:
             db.execute("INSERT INTO records_fts (records_fts) VALUES ('optimize')")
+            prune_changes(db)
         return len(document.records) + len(document.turns) + len(document.summaries)
 
     async def optimize(self) -> None:
