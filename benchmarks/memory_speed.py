@@ -11,6 +11,7 @@ analysed terms each, matching some 40% of the scope), asked in scope a0 through 
 The store answers from its in-memory per-scope BM25 index (built on the first settled query: build_ms);
 the same queries then go to a second store on the same file with the cache off (FTS5 ``bm25()``, the SQL
 path): "sql p95" is its latency and "same" the share of queries whose ranking and scores are identical.
+"after write" times a query that follows a write to the scope (the index patches itself).
 
 Insert throughput is measured two ways: ``create`` one record per transaction (the tools' path, up to
 ``--per-op`` records), and ``import_`` (one transaction for the rest). The peer, measured in the same run
@@ -165,6 +166,7 @@ def short(claim: str) -> str:
 async def measure(
     store: SQLiteMemoryStore,
     sql_store: SQLiteMemoryStore,
+    ids: IndexIds,
     claims: list[str],
     records: list[tuple[str, str]],
     size: int,
@@ -204,6 +206,19 @@ async def measure(
         hits = await sql_store.search_records(context, SearchQuery(text=claim, limit=10))
         sql.append((time.perf_counter() - began) * 1000)
         same += [(hit.record.id, hit.score) for hit in hits] == ranked
+    # A query right after a write to the scope: the index patches itself from the change log. The
+    # written records are hard-deleted again afterwards (also patched), so the sizes stay exact.
+    after_write: list[float] = []
+    written: list[str] = []
+    for number, claim in enumerate(claims[:20]):
+        ids.index = 90_000_000 + number  # outside the corpus indexes
+        note = await store.create(context, NoteCreate(title=f"fresh note {number}", body=short(claim)))
+        written.append(note.id)
+        began = time.perf_counter()
+        await store.search_records(context, SearchQuery(text=claim, limit=10))
+        after_write.append((time.perf_counter() - began) * 1000)
+    for record_id in written:
+        await store.hard_delete(context, record_id)
     model, members = peer_index(records, size)
     peer: list[float] = []
     overlap: list[float] = []
@@ -233,6 +248,8 @@ async def measure(
         "sql_p95_ms": percentile(sql, 0.95),
         "same_ranking_as_sql": same / len(claims),
         "build_ms": build_ms,
+        "after_write_p50_ms": percentile(after_write, 0.5),
+        "after_write_max_ms": max(after_write),
         "load_1min": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
         "cached_postings": store.search_cache_info().postings,
         "peer_p50_ms": percentile(peer, 0.5),
@@ -265,13 +282,14 @@ async def bench(
             per_op_left -= step["per_op"]
             done = size
             inserts.append({"to": size, **step})
-            row = await measure(store, sql_store, claims, records, size)
+            row = await measure(store, sql_store, ids, claims, records, size)
             rows.append(row)
             print(
                 f"{size:>7} records: p50 {row['p50_ms']:6.2f} ms  p95 {row['p95_ms']:6.2f} ms  "
                 f"(cpu p50 {row['cpu_p50_ms']:6.2f} p95 {row['cpu_p95_ms']:6.2f})  "
                 f"| sql p95 {row['sql_p95_ms']:6.2f} ms, same ranking {row['same_ranking_as_sql']:.0%}, "
-                f"build {row['build_ms'] or 0:6.1f} ms "
+                f"build {row['build_ms'] or 0:6.1f} ms, after a write p50 {row['after_write_p50_ms']:6.2f} "
+                f"max {row['after_write_max_ms']:6.2f} ms "
                 f"| bm25s p95 {row['peer_p95_ms']:6.2f} ms  ratio {row['ratio_p95']:5.2f}  "
                 f"overlap@10 {row['overlap_at_10'] or 0:.2f}",
                 flush=True,

@@ -9,6 +9,7 @@
 * Tools: :data:`MEMORY_TOOLS` for agents; their arguments refuse scope fields with ``ScopeViolation``.
 """
 
+from simone.providers.memory._cache import SearchCacheInfo as SearchCacheInfo
 from simone.providers.memory._clock import (
     Clock as Clock,
     IdGenerator as IdGenerator,
@@ -131,6 +132,7 @@ __all__ = (
     "RecordRef",
     "SQLiteMemoryStore",
     "SearchArgs",
+    "SearchCacheInfo",
     "SearchHit",
     "SearchQuery",
     "SequentialIds",

@@ -49,7 +49,7 @@ _AVERAGES_ROWID = 1
 """The id of FTS5's averages record (row count, then the token total of each column)."""
 
 
-class CacheInfo(NamedTuple):
+class SearchCacheInfo(NamedTuple):
     """What the in-memory search cache holds and how often it answered.
 
     Attributes:
@@ -315,9 +315,9 @@ class SearchCache:
         self._misses = 0
         self._builds = 0
 
-    def info(self) -> CacheInfo:
+    def info(self) -> SearchCacheInfo:
         """What the cache holds and how often it answered."""
-        return CacheInfo(len(self._entries), self._held, self._hits, self._misses, self._builds)
+        return SearchCacheInfo(len(self._entries), self._held, self._hits, self._misses, self._builds)
 
     def clear(self) -> None:
         """Forget every scope (the store closed)."""

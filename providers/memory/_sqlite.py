@@ -5,7 +5,10 @@ WAL journal, ``synchronous=NORMAL`` (a committed transaction survives a killed p
 operation in its own ``BEGIN IMMEDIATE`` transaction with a busy timeout, so several processes can write
 the same file without losing anything. Lexical search is FTS5 over the shared analysis's terms (see
 :mod:`simone.providers.memory._terms`), ranked by ``bm25()`` with the title weighted 3, filtered by scope in
-SQL, ties broken by the newest update, then the id.
+SQL, ties broken by the newest update, then the id. Searches are answered from per-scope in-memory
+postings that reproduce ``bm25()`` bit for bit (:mod:`simone.providers.memory._cache`; kept fresh by a
+change log every writer fills), and by FTS5 itself while a scope is changing a lot or does not fit
+(``memory.search_cache_postings``).
 """
 
 from __future__ import annotations
@@ -26,9 +29,9 @@ import numpy as np
 import numpy.typing as npt
 from simone.providers.memory import _records as trees
 from simone.providers.memory._cache import (
-    CacheInfo,
     ScopeIndex,
     SearchCache,
+    SearchCacheInfo,
     fts_totals,
     prune_changes,
     score as memory_scores,
@@ -385,7 +388,7 @@ class SQLiteMemoryStore:
         rows = db.execute(f"SELECT n, sig, epoch FROM scopes WHERE sig IN ({marks}) ORDER BY n", signatures)
         return [(int(n), str(sig), int(epoch)) for n, sig, epoch in rows.fetchall()]
 
-    def search_cache_info(self) -> CacheInfo:
+    def search_cache_info(self) -> SearchCacheInfo:
         """What the in-memory search indexes hold and how often they answered (for tests and tuning)."""
         return self._cache.info()
 
