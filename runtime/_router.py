@@ -438,21 +438,25 @@ def _validate_response(
             elapsed_ms=elapsed_ms,
             message=f"{name} returned {type(response).__name__}, not a ProviderResponse",
         )
-    bad = [item for item in response.evidence if not isinstance(item, Evidence)]
+    bad = nonfinite = 0
+    for item in response.evidence:  # one pass; model_construct() could have skipped Evidence's validators
+        if not isinstance(item, Evidence):
+            bad += 1
+        elif not math.isfinite(item.score):
+            nonfinite += 1
     if bad:
         return ProviderFailure(
             provider=name,
             kind="invalid_response",
             elapsed_ms=elapsed_ms,
-            message=f"{name} returned {len(bad)} item(s) that are not Evidence",
+            message=f"{name} returned {bad} item(s) that are not Evidence",
         )
-    nonfinite = [item for item in response.evidence if not math.isfinite(item.score)]
     if nonfinite:
         return ProviderFailure(
             provider=name,
             kind="invalid_response",
             elapsed_ms=elapsed_ms,
-            message=f"{name} returned {len(nonfinite)} item(s) with a non-finite score",
+            message=f"{name} returned {nonfinite} item(s) with a non-finite score",
         )
     return ProviderHits(
         provider=name,
