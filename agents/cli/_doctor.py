@@ -78,7 +78,7 @@ async def gather(settings: Settings) -> dict[str, Any]:
     data_dir = Path(settings.data_dir)
     index_dir = data_dir / INDEX_FOLDER
     report: dict[str, Any] = {"data_dir": str(data_dir), "index": str(index_dir), "collections": []}
-    async with build_chain(settings.embeddings) as chain:
+    async with build_chain(settings.embeddings, data_dir=settings.data_dir) as chain:
         embedders = await probe(chain, settings.embeddings.timeout_s)
         report["embedders"] = embedders
         health = chain.health()

@@ -212,7 +212,9 @@ class DocumentIndex:
 
         async with AsyncExitStack() as stack:
             if chain is None:
-                chain = await stack.enter_async_context(build_chain(settings.embeddings))
+                chain = await stack.enter_async_context(
+                    build_chain(settings.embeddings, data_dir=settings.data_dir)
+                )
             cache = None
             if settings.embeddings.cache:
                 cache = await stack.enter_async_context(EmbeddingCache.in_data_dir(settings.data_dir))

@@ -1,0 +1,13 @@
+"""Suite-wide settings.
+
+The bundled embedder's default (``onnx_variant = "auto"``) builds a quantised int8 graph into each data
+directory at first start-up. Tests open many fresh data directories, so they run the packaged reference
+graph instead; ``tests/providers/embeddings/test_quantize.py`` exercises the build and its quality gate
+explicitly.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("SIMONE_EMBEDDINGS__ONNX_VARIANT", "reference")
