@@ -44,6 +44,7 @@ SCHEMA_KEY = b"simone.schema"
 SCHEMA_VERSION = b"1"
 FTS_INDEX = "terms_idx"
 VECTOR_INDEX = "vector_idx"
+PROJECT_INDEX = "project_idx"
 
 AnnKind = Literal["ivf_flat", "ivf_hnsw_sq"]
 
@@ -453,7 +454,7 @@ class Collection:
             raise _translate(exc, "update the indexes (the data is written; the next run retries)") from exc
 
     async def _maintain(self, *, ann_min_rows: int, ann_kind: AnnKind, force_ann: bool) -> list[str]:
-        from lancedb.index import FTS
+        from lancedb.index import FTS, Bitmap
 
         done: list[str] = []
         indexes = await self.index_names()
@@ -475,6 +476,10 @@ class Collection:
                 name=FTS_INDEX,
             )
             done.append("built the full-text index")
+        if PROJECT_INDEX not in indexes:
+            # Every search filters on the project; without a scalar index that prefilter scans the
+            # whole column and costs more than the vector search itself (measured ~10x at 100k rows).
+            await self.table.create_index("project", config=Bitmap(), name=PROJECT_INDEX)
         embedded = rows - await self.pending_count()
         if VECTOR_INDEX not in indexes and (embedded >= ann_min_rows or (force_ann and embedded >= 256)):
             await self.build_ann(ann_kind, embedded)
