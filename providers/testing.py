@@ -43,7 +43,24 @@ ResponseFunction = Callable[
 ]
 
 
-class FunctionProvider:
+class _Named:
+    """The ``name`` and ``kind`` every test provider reports."""
+
+    _name: str
+    _kind: ProviderKind
+
+    @property
+    def name(self) -> str:
+        """The instance name."""
+        return self._name
+
+    @property
+    def kind(self) -> ProviderKind:
+        """The kind it reports."""
+        return self._kind
+
+
+class FunctionProvider(_Named):
     """A provider whose answer is computed by ``function(request, context)`` (sync or async).
 
     The function may return a :class:`ProviderResponse` or a list of :class:`Evidence`; anything else is
@@ -57,16 +74,6 @@ class FunctionProvider:
         self._kind = kind
         self._function = function
         self.calls: list[tuple[RetrievalRequest, TrustedContext]] = []
-
-    @property
-    def name(self) -> str:
-        """The instance name."""
-        return self._name
-
-    @property
-    def kind(self) -> ProviderKind:
-        """The kind it reports."""
-        return self._kind
 
     async def retrieve(self, request: RetrievalRequest, context: TrustedContext) -> ProviderResponse:
         """Call the function and wrap a plain list into a response."""
@@ -111,7 +118,7 @@ class StaticProvider(FunctionProvider):
         super().__init__(name, lambda request, context: ProviderResponse(evidence=items), kind=kind)
 
 
-class SlowProvider:
+class SlowProvider(_Named):
     """Sleeps ``delay_s`` (cancellably), then answers with ``evidence``."""
 
     def __init__(
@@ -128,16 +135,6 @@ class SlowProvider:
         self.evidence = list(evidence)
         self.cancelled = False
 
-    @property
-    def name(self) -> str:
-        """The instance name."""
-        return self._name
-
-    @property
-    def kind(self) -> ProviderKind:
-        """The kind it reports."""
-        return self._kind
-
     async def retrieve(self, request: RetrievalRequest, context: TrustedContext) -> ProviderResponse:
         """Sleep, then answer; records whether it was cancelled."""
         try:
@@ -148,23 +145,13 @@ class SlowProvider:
         return ProviderResponse(evidence=self.evidence)
 
 
-class FailingProvider:
+class FailingProvider(_Named):
     """Raises ``error`` on every call."""
 
     def __init__(self, name: str, error: Exception, *, kind: ProviderKind = ProviderKind.CUSTOM) -> None:
         self._name = name
         self._kind = kind
         self.error = error
-
-    @property
-    def name(self) -> str:
-        """The instance name."""
-        return self._name
-
-    @property
-    def kind(self) -> ProviderKind:
-        """The kind it reports."""
-        return self._kind
 
     async def retrieve(self, request: RetrievalRequest, context: TrustedContext) -> ProviderResponse:
         """Raise the configured error."""
