@@ -77,7 +77,7 @@ def memory_tools(store: Any) -> list[Tool[Any]]:
 
 
 def bundled_docs() -> Path | None:
-    """simone's own handbook (``simone.agents.handbook``, shipped in the wheel): the sample documents."""
+    """The handbook of simone (``simone.agents.handbook``, shipped in the wheel): the sample documents."""
     here = Path(__file__).resolve().parent / "handbook"
     return here if here.is_dir() and any(here.glob("*.md")) else None
 
