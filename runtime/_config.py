@@ -102,8 +102,8 @@ class IndexSettings(_Section):
     chunk_overlap_tokens: Annotated[int, Field(ge=0, le=512)] = 32
     write_batch_chunks: Annotated[int, Field(ge=1, le=100_000)] = 512
     ann_min_rows: Annotated[int, Field(ge=1)] = 50_000
-    # Measured at 100k chunks (benchmarks/index_speed.py): IVF_FLAT recall@10 0.991 vs 0.980 for
-    # IVF_HNSW_SQ with refine, and a faster build; HNSW pays off only at larger scales.
+    # Measured at 100k chunks (benchmarks/index_speed.py, two runs): recall@10 vs exact 0.976-0.991
+    # for IVF_FLAT and 0.980-0.989 for IVF_HNSW_SQ with refine; IVF_FLAT builds ~3x faster.
     ann_index: Literal["ivf_flat", "ivf_hnsw_sq"] = "ivf_flat"
     ann_nprobes: Annotated[int, Field(ge=1, le=10_000)] = 20
     ann_refine_factor: Annotated[int, Field(ge=0, le=100)] = 5
