@@ -9,9 +9,15 @@ import pytest
 PACKAGES = [
     "simone.runtime",
     "simone.providers",
-    "simone.workflows",
-    "simone.agents",
+    "simone.providers.documents",
+    "simone.providers.embeddings",
+    "simone.providers.memory",
+    "simone.providers.web",
     "simone.providers.testing",
+    "simone.workflows",
+    "simone.workflows.research",
+    "simone.workflows.retrieval",
+    "simone.agents",
 ]
 
 
