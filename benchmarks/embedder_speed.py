@@ -22,9 +22,7 @@ Writes benchmarks/results/embedder_speed.json.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
-import math
 import os
 import platform
 import re
@@ -32,23 +30,18 @@ import statistics
 import sys
 import tempfile
 import time
-from collections import defaultdict
 from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 import onnxruntime
+from _index_common import load_jsonl, load_qrels, ndcg_at
 from simone.providers.embeddings import OnnxMiniLMEmbedder, load_tokenizer
 from simone.providers.embeddings._onnx import mean_pool, packaged_model_path
 from simone.providers.embeddings.quantize import open_session, prepare
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_DATA = HERE.parent.parent / "shared" / "data"
-
-
-def load_jsonl(path: Path) -> list[dict[str, str]]:
-    with path.open(encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
 
 
 def sentences_from(corpus: list[dict[str, str]], count: int) -> list[str]:
@@ -88,24 +81,10 @@ def ndcg_at_10(
 ) -> float:
     scores = queries @ docs.T
     top = np.argsort(-scores, axis=1)[:, :10]
-    total = 0.0
-    for row, query_id in enumerate(query_ids):
-        relevant = qrels[query_id]
-        dcg = sum(relevant.get(doc_ids[j], 0) / math.log2(rank + 2) for rank, j in enumerate(top[row]))
-        ideal = sorted(relevant.values(), reverse=True)[:10]
-        idcg = sum(gain / math.log2(rank + 2) for rank, gain in enumerate(ideal))
-        total += dcg / idcg if idcg else 0.0
+    total = sum(
+        ndcg_at([doc_ids[j] for j in top[row]], qrels[query_id]) for row, query_id in enumerate(query_ids)
+    )
     return total / len(query_ids)
-
-
-def load_qrels(path: Path) -> dict[str, dict[str, int]]:
-    qrels: dict[str, dict[str, int]] = defaultdict(dict)
-    with path.open(encoding="utf-8") as handle:
-        reader = csv.reader(handle, delimiter="\t")
-        next(reader)
-        for query_id, doc_id, score in reader:
-            qrels[query_id][doc_id] = int(score)
-    return qrels
 
 
 def main() -> int:

@@ -17,17 +17,15 @@ throughput within 2x of bm25s. Writes benchmarks/results/lexical_quality.json.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
-import math
 import platform
 import sys
 import time
-from collections import defaultdict
 from pathlib import Path
 
 import bm25s
 import numpy as np
+from _index_common import load_jsonl, load_qrels, ndcg_at
 from simone.runtime import Analyzer, BM25Index
 
 HERE = Path(__file__).resolve().parent
@@ -36,28 +34,6 @@ PASSES = 5
 INDEX_ROUNDS = 2
 """Each system indexes the corpus this many times; the fastest build is reported."""
 XQUAD_LANGS = ("ar", "de", "el", "en", "es", "hi", "ru", "th", "tr", "vi", "zh")
-
-
-def load_jsonl(path: Path) -> list[dict[str, str]]:
-    with path.open(encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
-
-
-def load_qrels(path: Path) -> dict[str, dict[str, int]]:
-    qrels: dict[str, dict[str, int]] = defaultdict(dict)
-    with path.open(encoding="utf-8") as handle:
-        reader = csv.reader(handle, delimiter="\t")
-        next(reader)
-        for query_id, doc_id, score in reader:
-            qrels[query_id][doc_id] = int(score)
-    return dict(qrels)
-
-
-def ndcg_at(ranked: list[str], relevant: dict[str, int], k: int = 10) -> float:
-    dcg = sum(relevant.get(doc, 0) / math.log2(i + 2) for i, doc in enumerate(ranked[:k]))
-    ideal = sorted(relevant.values(), reverse=True)[:k]
-    idcg = sum(rel / math.log2(i + 2) for i, rel in enumerate(ideal))
-    return dcg / idcg if idcg else 0.0
 
 
 def recall_at(ranked: list[str], relevant: dict[str, int], k: int = 100) -> float:
