@@ -282,20 +282,28 @@ class SearxngBackend(_HttpBackend):
         )
 
 
-class BraveBackend(_HttpBackend):
-    """Brave Search's web API (``X-Subscription-Token``; at most 400 characters and 50 words)."""
+class _KeyedBackend(_HttpBackend):
+    """A hosted search API that needs a key (read from ``key_env`` by the settings)."""
 
-    max_query_chars = 400
-    max_query_words = 50
+    label: str
+    key_env: str
 
-    def __init__(self, api_key: str, client: httpx.AsyncClient, *, url: str, name: str = "brave") -> None:
+    def __init__(self, api_key: str, client: httpx.AsyncClient, *, url: str, name: str | None = None) -> None:
+        name = name or self.label.lower()
         super().__init__(name, client)
         if not api_key:
-            raise ProviderNotConfigured(
-                "Brave needs an API key: set SIMONE_WEB__BRAVE_API_KEY", provider=name
-            )
+            raise ProviderNotConfigured(f"{self.label} needs an API key: set {self.key_env}", provider=name)
         self._key = api_key
         self.url = url
+
+
+class BraveBackend(_KeyedBackend):
+    """Brave Search's web API (``X-Subscription-Token``; at most 400 characters and 50 words)."""
+
+    label = "Brave"
+    key_env = "SIMONE_WEB__BRAVE_API_KEY"
+    max_query_chars = 400
+    max_query_words = 50
 
     async def search(self, query: str, *, count: int, timeout_s: float) -> SearchPage:
         """Query the web endpoint for ``count`` (≤ 20) results."""
@@ -327,19 +335,12 @@ class BraveBackend(_HttpBackend):
         )
 
 
-class TavilyBackend(_HttpBackend):
+class TavilyBackend(_KeyedBackend):
     """Tavily's search API (bearer key; queries of at most 400 characters)."""
 
+    label = "Tavily"
+    key_env = "SIMONE_WEB__TAVILY_API_KEY"
     max_query_chars = 400
-
-    def __init__(self, api_key: str, client: httpx.AsyncClient, *, url: str, name: str = "tavily") -> None:
-        super().__init__(name, client)
-        if not api_key:
-            raise ProviderNotConfigured(
-                "Tavily needs an API key: set SIMONE_WEB__TAVILY_API_KEY", provider=name
-            )
-        self._key = api_key
-        self.url = url
 
     async def search(self, query: str, *, count: int, timeout_s: float) -> SearchPage:
         """POST the query for ``count`` (≤ 20) results."""
