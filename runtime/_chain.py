@@ -6,6 +6,11 @@ embedder is never used in its place and a failure is never papered over with a z
 embedder of the space fails, :meth:`EmbeddingChain.embed` raises, and the caller (the document index)
 degrades visibly — lexical only, rows kept as "pending embedding".
 
+A collection may also carry *extra* spaces beside the chain's own (a multilingual model next to the
+bundled English one, say): their embedders are the chain's ``extras``. They are never chosen as a new
+table's space, but :meth:`EmbeddingChain.embed` and :meth:`EmbeddingChain.embedders_for` find them
+like any other embedder of their space, and the chain starts and closes them.
+
 The health window counts, over the last ``window`` searches, how many had to fall back (their semantic
 leg failed); the chain is *degraded* when more than half of at least ``min_samples`` recent searches
 fell back.
@@ -115,6 +120,13 @@ def validate_vectors(
     return array
 
 
+def _distinct_spaces(embedders: Sequence[Embedder]) -> tuple[EmbeddingSpace, ...]:
+    seen: dict[str, EmbeddingSpace] = {}
+    for embedder in embedders:
+        seen.setdefault(embedder.space.key, embedder.space)
+    return tuple(seen.values())
+
+
 def _describe(embedder: Embedder) -> str:
     try:
         return embedder.space.key
@@ -133,12 +145,15 @@ class EmbeddingChain:
 
     Args:
         embedders: the embedders in preference order (cloud, bundled ONNX, local server…).
+        extras: embedders of the additional spaces collections carry beside the chain's own; never
+            chosen by :meth:`select_space`, but used by :meth:`embed` for their space (after any chain
+            embedder of the same space).
         window: how many recent searches the health window keeps.
         min_samples: the fewest searches before the chain may be called degraded.
         clock: seconds, monotonic; used to honour a rate-limited embedder's ``retry_after_s``.
 
-    Use it as an async context manager to start (and later close) every embedder that is one; an
-    embedder whose start-up fails with a :class:`ProviderError` is recorded in the health's
+    Use it as an async context manager to start (and later close) every embedder, extras included,
+    that is one; an embedder whose start-up fails with a :class:`ProviderError` is recorded in the health's
     ``last_error`` and left out of the start-up (its later calls fail, visibly, until it can start).
     """
 
@@ -146,6 +161,7 @@ class EmbeddingChain:
         self,
         embedders: Sequence[Embedder],
         *,
+        extras: Sequence[Embedder] = (),
         window: int = 100,
         min_samples: int = 20,
         clock: Callable[[], float] = time.monotonic,
@@ -155,6 +171,7 @@ class EmbeddingChain:
         if not 1 <= min_samples <= window:
             raise ValueError("min_samples must be between 1 and window")
         self._embedders = tuple(embedders)
+        self._extras = tuple(extras)
         self._window: deque[bool] = deque(maxlen=window)
         self._min_samples = min_samples
         self._clock = clock
@@ -170,15 +187,22 @@ class EmbeddingChain:
 
     @property
     def spaces(self) -> tuple[EmbeddingSpace, ...]:
-        """The distinct spaces of the chain, in chain order."""
-        seen: dict[str, EmbeddingSpace] = {}
-        for embedder in self._embedders:
-            seen.setdefault(embedder.space.key, embedder.space)
-        return tuple(seen.values())
+        """The distinct spaces of the chain, in chain order (extras not included)."""
+        return _distinct_spaces(self._embedders)
+
+    @property
+    def extras(self) -> tuple[Embedder, ...]:
+        """The embedders of the additional spaces, in the order given."""
+        return self._extras
+
+    @property
+    def extra_spaces(self) -> tuple[EmbeddingSpace, ...]:
+        """The distinct spaces of the extras, in the order given (chain spaces may be among them)."""
+        return _distinct_spaces(self._extras)
 
     async def __aenter__(self) -> Self:
         async with AsyncExitStack() as stack:
-            for embedder in self._embedders:
+            for embedder in (*self._embedders, *self._extras):
                 if hasattr(embedder, "__aenter__") and hasattr(embedder, "__aexit__"):
                     try:
                         await stack.enter_async_context(embedder)  # type: ignore[arg-type]
@@ -204,8 +228,8 @@ class EmbeddingChain:
             await stack.aclose()
 
     def embedders_for(self, space: EmbeddingSpace) -> list[Embedder]:
-        """The embedders of exactly ``space`` (same key and normalisation), in chain order."""
-        return [e for e in self._embedders if e.space == space]
+        """The embedders of exactly ``space`` (same key and normalisation): chain order, then extras."""
+        return [e for e in (*self._embedders, *self._extras) if e.space == space]
 
     async def select_space(self) -> EmbeddingSpace:
         """Choose the space of a new table: the first embedder, in chain order, that answers a probe.
@@ -239,13 +263,13 @@ class EmbeddingChain:
     async def embed(
         self, texts: Sequence[str], *, space: EmbeddingSpace, kind: EmbeddingKind = "document"
     ) -> npt.NDArray[np.float32]:
-        """Embed ``texts`` with the first embedder of ``space`` that succeeds.
+        """Embed ``texts`` with the first embedder of ``space`` that succeeds (chain order, then extras).
 
         Returns:
             float32 array of shape ``(len(texts), space.dimension)``, finite, no zero rows.
 
         Raises:
-            ProviderNotConfigured: no embedder of this space is in the chain.
+            ProviderNotConfigured: no embedder of this space is in the chain or among the extras.
             ProviderError: the only embedder of the space failed (its own typed error).
             EmbeddingChainExhausted: several embedders of the space failed; ``causes`` holds each.
         """
@@ -255,8 +279,9 @@ class EmbeddingChain:
         candidates = self.embedders_for(space)
         if not candidates:
             configured = ", ".join(s.key for s in self.spaces) or "none"
+            extra = "".join(f", extra {s.key}" for s in self.extra_spaces)
             raise ProviderNotConfigured(
-                f"no embedder of space {space.key} is configured (chain spaces: {configured}); "
+                f"no embedder of space {space.key} is configured (chain spaces: {configured}{extra}); "
                 "configure that model again, or build a new space and drop the old one",
                 provider=space.key,
             )

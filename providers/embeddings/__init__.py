@@ -1,4 +1,4 @@
-"""Embedders (OpenAI-compatible, bundled ONNX, Ollama), the persistent embedding cache and the chain builder."""
+"""Embedders (OpenAI-compatible, bundled ONNX, Ollama, multilingual USE), the embedding cache, the chain builder."""
 
 from simone.providers.embeddings._build import build_chain as build_chain
 from simone.providers.embeddings._cache import (
@@ -13,11 +13,17 @@ from simone.providers.embeddings._onnx import (
     load_tokenizer as load_tokenizer,
 )
 from simone.providers.embeddings._openai import OpenAIEmbedder as OpenAIEmbedder
+from simone.providers.embeddings._usem3 import (
+    USEM3_SPACE as USEM3_SPACE,
+    MultilingualEmbedder as MultilingualEmbedder,
+)
 
 __all__ = (
     "ONNX_SPACE",
+    "USEM3_SPACE",
     "CachedEmbedding",
     "EmbeddingCache",
+    "MultilingualEmbedder",
     "OllamaEmbedder",
     "OnnxMiniLMEmbedder",
     "OpenAIEmbedder",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import anyio
@@ -9,6 +10,7 @@ import httpx
 from simone.providers.embeddings._ollama import OllamaEmbedder
 from simone.providers.embeddings._onnx import OnnxMiniLMEmbedder
 from simone.providers.embeddings._openai import OPENAI_BASE_URL, OpenAIEmbedder
+from simone.providers.embeddings._usem3 import MultilingualEmbedder
 from simone.runtime import ConfigError, Embedder, EmbeddingChain, EmbeddingSettings
 
 #: Where the int8 build of the bundled model is kept, inside the data directory.
@@ -31,6 +33,12 @@ def build_chain(
       ``<data_dir>/models`` (built at its first start-up), else the packaged graph;
     * ``ollama`` joins only when its base URL is set.
 
+    ``settings.extra_spaces`` become the chain's ``extras`` (spaces collections carry beside the
+    chain's own): ``multilingual`` is the offline Universal Sentence Encoder (a missing package does
+    not fail here nor when the chain is entered, only when that space is embedded), ``ollama`` and
+    ``openai`` that server's model, which must then be configured. A server named in
+    ``extra_spaces`` leaves the *default* chain; an explicitly set ``chain`` must not list it.
+
     Nothing is opened here; enter the chain (``async with chain:``) to start the embedders.
 
     Args:
@@ -40,28 +48,32 @@ def build_chain(
         data_dir: the data directory (``Settings.data_dir``); without it the packaged graph runs.
 
     Raises:
-        ConfigError: a configured server's model has no known dimension and none is set.
+        ConfigError: a configured server's model has no known dimension and none is set; an extra
+            space's server is not configured; a server is listed both in ``chain`` and in
+            ``extra_spaces``.
     """
     if settings.onnx_variant == "quantized" and data_dir is None and "onnx" in settings.chain:
         raise ConfigError("onnx_variant 'quantized' needs a data directory to build and keep the int8 graph")
+    extra_names = tuple(dict.fromkeys(settings.extra_spaces))
+    chain_names = tuple(dict.fromkeys(settings.chain))
+    if "chain" in settings.model_fields_set:
+        both = [name for name in extra_names if name in chain_names]
+        if both:
+            keep = [name for name in chain_names if name not in both]
+            raise ConfigError(
+                f"[embeddings] lists {json.dumps(both)[1:-1]} both in chain and in extra_spaces, so its "
+                "space would be both a collection's own space and an extra one; remove it from one of "
+                f"them (e.g. chain = {json.dumps(keep)})"
+            )
+    else:
+        # the default chain names every server; one the owner made an extra space leaves it
+        chain_names = tuple(name for name in chain_names if name not in extra_names)
     embedders: list[Embedder] = []
-    for name in dict.fromkeys(settings.chain):
+    for name in chain_names:
         if name == "openai":
             if settings.openai_api_key is None and settings.openai_base_url is None:
                 continue
-            embedders.append(
-                OpenAIEmbedder(
-                    settings.openai_model,
-                    base_url=settings.openai_base_url or OPENAI_BASE_URL,
-                    api_key=settings.openai_api_key,
-                    dimensions=settings.openai_dimensions,
-                    client=client,
-                    batch_size=settings.batch_size,
-                    timeout_s=settings.timeout_s,
-                    max_retries=settings.max_retries,
-                    max_retry_wait_s=settings.max_retry_wait_s,
-                )
-            )
+            embedders.append(_openai(settings, client))
         elif name == "onnx":
             embedders.append(
                 OnnxMiniLMEmbedder(
@@ -75,20 +87,57 @@ def build_chain(
         elif name == "ollama":
             if settings.ollama_base_url is None:
                 continue
-            embedders.append(
-                OllamaEmbedder(
-                    settings.ollama_model,
-                    base_url=settings.ollama_base_url,
-                    dimensions=settings.ollama_dimensions,
-                    client=client,
-                    batch_size=settings.batch_size,
-                    timeout_s=settings.timeout_s,
-                    max_retries=settings.max_retries,
-                    max_retry_wait_s=settings.max_retry_wait_s,
+            embedders.append(_ollama(settings, settings.ollama_base_url, client))
+    extras: list[Embedder] = []
+    for extra in extra_names:
+        if extra == "multilingual":
+            extras.append(MultilingualEmbedder(threads=settings.multilingual_threads))
+        elif extra == "ollama":
+            if settings.ollama_base_url is None:
+                raise ConfigError(
+                    "extra_spaces lists 'ollama' but no Ollama server is configured: set ollama_base_url "
+                    "(SIMONE_EMBEDDINGS__OLLAMA_BASE_URL) and ollama_model in [embeddings], or remove "
+                    "'ollama' from extra_spaces"
                 )
-            )
+            extras.append(_ollama(settings, settings.ollama_base_url, client))
+        elif extra == "openai":
+            if settings.openai_api_key is None and settings.openai_base_url is None:
+                raise ConfigError(
+                    "extra_spaces lists 'openai' but no OpenAI-compatible endpoint is configured: set "
+                    "SIMONE_EMBEDDINGS__OPENAI_API_KEY or openai_base_url in [embeddings], or remove "
+                    "'openai' from extra_spaces"
+                )
+            extras.append(_openai(settings, client))
     return EmbeddingChain(
         embedders,
+        extras=extras,
         window=settings.health_window,
         min_samples=min(settings.health_min_samples, settings.health_window),
+    )
+
+
+def _openai(settings: EmbeddingSettings, client: httpx.AsyncClient | None) -> OpenAIEmbedder:
+    return OpenAIEmbedder(
+        settings.openai_model,
+        base_url=settings.openai_base_url or OPENAI_BASE_URL,
+        api_key=settings.openai_api_key,
+        dimensions=settings.openai_dimensions,
+        client=client,
+        batch_size=settings.batch_size,
+        timeout_s=settings.timeout_s,
+        max_retries=settings.max_retries,
+        max_retry_wait_s=settings.max_retry_wait_s,
+    )
+
+
+def _ollama(settings: EmbeddingSettings, base_url: str, client: httpx.AsyncClient | None) -> OllamaEmbedder:
+    return OllamaEmbedder(
+        settings.ollama_model,
+        base_url=base_url,
+        dimensions=settings.ollama_dimensions,
+        client=client,
+        batch_size=settings.batch_size,
+        timeout_s=settings.timeout_s,
+        max_retries=settings.max_retries,
+        max_retry_wait_s=settings.max_retry_wait_s,
     )
