@@ -45,7 +45,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, Literal
@@ -80,6 +80,7 @@ class Benchmark:
         timeout_s: the limit of a full run; ``quick_timeout_s`` of a quick one.
         takes_data_dir: whether the script takes DATA_DIR as its first argument.
         quick_note: what a quick run leaves out, shown in the report.
+        folder: where the script is (benchmarks/).
     """
 
     name: str
@@ -89,11 +90,12 @@ class Benchmark:
     quick_timeout_s: float = 900
     takes_data_dir: bool = True
     quick_note: str = ""
+    folder: Path = HERE
 
     @property
     def script(self) -> Path:
         """The script's path."""
-        return HERE / f"{self.name}.py"
+        return self.folder / f"{self.name}.py"
 
     @property
     def results_file(self) -> str:
@@ -160,11 +162,11 @@ BENCHMARKS: tuple[Benchmark, ...] = (
 """The registered benchmarks, in the order they run. Their quick flags are their own subset options."""
 
 
-def discover(root: Path = HERE) -> list[Benchmark]:
+def discover() -> list[Benchmark]:
     """The registered benchmarks plus any other ``benchmarks/*.py`` script (not ``_*.py``, not this one)."""
     known = {b.name for b in BENCHMARKS}
     found = list(BENCHMARKS)
-    for script in sorted(root.glob("*.py")):
+    for script in sorted(HERE.glob("*.py")):
         name = script.stem
         if name.startswith("_") or name == "run_all" or name in known:
             continue
@@ -177,15 +179,7 @@ def _with_quick_flag(bench: Benchmark) -> Benchmark:
     if bench.quick is not None or not bench.script.is_file():
         return bench
     if '"--quick"' in bench.script.read_text(encoding="utf-8", errors="replace"):
-        return Benchmark(
-            bench.name,
-            bench.section,
-            ("--quick",),
-            bench.timeout_s,
-            bench.quick_timeout_s,
-            bench.takes_data_dir,
-            bench.quick_note or "its own --quick subset",
-        )
+        return replace(bench, quick=("--quick",), quick_note=bench.quick_note or "its own --quick subset")
     return bench
 
 
@@ -319,7 +313,8 @@ def carried(
     path = results_dir / bench.results_file
     digest = sha256_file(path)
     earlier = previous.get(bench.name)
-    if earlier is not None and digest is not None and earlier.results_sha256 == digest:
+    ran = earlier is not None and earlier.status != "not-run" and earlier.started_at is not None
+    if earlier is not None and ran and digest is not None and earlier.results_sha256 == digest:
         mark = f"carried from the run of {earlier.started_at}"
         if mark not in earlier.note:
             earlier.note = "; ".join(x for x in (earlier.note, mark) if x)
@@ -346,6 +341,11 @@ def previous_report(results_dir: Path) -> dict[str, Any]:
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def _shown(path: Path) -> str:
+    """A path relative to the repository when it is inside it."""
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
 def parse_args(argv: Sequence[str] | None, names: Sequence[str]) -> argparse.Namespace:
@@ -409,11 +409,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ran: list[RunRecord] = []
     for bench in benchmarks:
         if args.report_only:
-            runs.append(carried(bench, previous, "not run (--report-only)"))
+            runs.append(carried(bench, previous, "not run (--report-only)", RESULTS))
         elif bench not in selected:
-            runs.append(carried(bench, previous, "not selected (--only/--skip)"))
+            runs.append(carried(bench, previous, "not selected (--only/--skip)", RESULTS))
         elif args.quick and bench.quick is None:
-            runs.append(carried(bench, previous, "not run: it has no quick subset flags"))
+            runs.append(carried(bench, previous, "not run: it has no quick subset flags", RESULTS))
         else:
             print(f"\n=== {bench.name} ({'quick' if args.quick else 'full'}) ===", flush=True)
             record = run_one(
@@ -423,6 +423,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 extra=args.extra.get(bench.name, ()),
                 timeout_factor=args.timeout_factor,
                 echo=not args.quiet,
+                results_dir=RESULTS,
             )
             print(
                 f"=== {bench.name}: {record.status}, exit {record.exit_code}, {record.wall_s} s ===",
@@ -451,7 +452,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"\ntargets: {tally['met']} met, {tally['not_met']} not met, {tally['not_measured']} not measured"
         + (f"; failed: {', '.join(tally['failed_benchmarks'])}" if tally["failed_benchmarks"] else "")
     )
-    print(f"wrote {md_path.relative_to(ROOT)} and {json_path.relative_to(ROOT)}")
+    print(f"wrote {_shown(md_path)} and {_shown(json_path)}")
     if args.quick:
         print(
             "QUICK run: do not commit the results JSON it overwrote (git checkout benchmarks/results/<name>.json)"
