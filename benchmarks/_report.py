@@ -7,9 +7,11 @@ list is taken as it is — this is the generic shape for new benchmarks::
     {"summary": [{"metric": "hybrid p95 at 1M chunks (ms)", "ours": 81.2, "peer_name": "exact search",
                   "peer": 640.0, "ratio": 0.127, "target": "<= 100 ms", "met": true, "note": "..."}]}
 
-(optional keys: ``section``, ``unit``, ``better`` = ``"higher"``/``"lower"``). Targets of the registered
-benchmarks come from the issues and are declared here as :class:`Target` objects; whether a target is met
-is always computed from the numbers (``ours``, ``peer``, their ratio), never copied from a flag.
+(optional keys: ``section``, ``unit``, ``better`` = ``"higher"``/``"lower"``; ``target`` may also be
+``{"on": "ours"|"ratio"|"delta", "op": "<=", "value": 100}``). Targets of the registered benchmarks come
+from the issues and are declared here as :class:`Target` objects; whether a target is met is computed
+from the numbers (``ours``, ``peer``, their ratio). A summary's ``met`` is recomputed the same way where
+its target can be read, and overruled (with a note) when it disagrees.
 
 The ratio is always ``ours / peer``; the ``better`` arrow says which way is good for that metric.
 """
@@ -22,6 +24,7 @@ import math
 import operator
 import os
 import platform
+import re
 import subprocess
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -192,8 +195,50 @@ def failed_row(benchmark: str, section: str, reason: str) -> Row:
     )
 
 
+_TARGET_TEXT = re.compile(
+    r"^\s*(?P<ratio>ratio|ours/peer)?\s*(?P<op><=|>=|==|<|>|=|≤|≥)\s*"
+    r"(?P<value>[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*(?P<unit>[^\s(]*)"
+)
+_OP_WORDS: dict[str, Op] = {
+    "<": "<",
+    "<=": "<=",
+    ">": ">",
+    ">=": ">=",
+    "==": "==",
+    "=": "==",
+    "≤": "<=",
+    "≥": ">=",
+}
+
+
+def parse_target(spec: Any, unit: str = "") -> Target | None:
+    """A summary's target as a :class:`Target`, when it can be checked against the row's figures.
+
+    ``spec`` is either an object ``{"on": "ours"|"ratio"|"delta", "op": "<=", "value": 100}`` or text
+    such as ``"<= 100 ms"``, ``"≥ 0.95"`` or ``"ratio >= 2"`` / ``">= 2x"``; text whose unit differs from
+    the row's (``"<= 6 GB"`` on a row in MB) is not checked — None.
+    """
+    if isinstance(spec, Mapping):
+        on, op, value = spec.get("on", "ours"), _OP_WORDS.get(str(spec.get("op"))), _number(spec.get("value"))
+        if on not in ("ours", "ratio", "delta") or op is None or value is None:
+            return None
+        return Target(on, op, value, str(spec.get("label") or ""))
+    match = _TARGET_TEXT.match(str(spec or ""))
+    if match is None:
+        return None
+    word = match["unit"].rstrip(".,;")
+    is_ratio = bool(match["ratio"]) or word == "x"
+    if not is_ratio and word and word.lower() != unit.lower():
+        return None
+    return Target("ratio" if is_ratio else "ours", _OP_WORDS[match["op"]], float(match["value"]))
+
+
 def summary_rows(benchmark: str, section: str, summary: Sequence[Any]) -> list[Row]:
-    """Rows from the generic ``summary`` list (see the module docstring) of a new benchmark."""
+    """Rows from the generic ``summary`` list (see the module docstring) of a new benchmark.
+
+    Where the target can be read (see :func:`parse_target`), ``met`` is recomputed from the figures;
+    a benchmark's own flag that disagrees is overruled, and the row says so.
+    """
     rows = []
     for index, item in enumerate(summary):
         if not isinstance(item, Mapping) or "metric" not in item:
@@ -202,7 +247,21 @@ def summary_rows(benchmark: str, section: str, summary: Sequence[Any]) -> list[R
         ratio = _number(item.get("ratio"))
         if ratio is None and ours is not None and peer:
             ratio = ours / peer
-        met = item.get("met")
+        unit = str(item.get("unit") or "")
+        given = item.get("met")
+        met = given if isinstance(given, bool) else None
+        note = str(item.get("note") or "")
+        spec = item.get("target")
+        target = parse_target(spec, unit)
+        computed = target.check(ours, peer, ratio) if target else None
+        if computed is not None:
+            if met is not None and met != computed:
+                note = "; ".join(
+                    x for x in (note, f"the benchmark said met={met}; recomputed from the figures") if x
+                )
+            met = computed
+        if isinstance(spec, Mapping):
+            spec = target.describe() if target else json.dumps(spec, ensure_ascii=False)
         better = item.get("better", "")
         rows.append(
             Row(
@@ -210,14 +269,14 @@ def summary_rows(benchmark: str, section: str, summary: Sequence[Any]) -> list[R
                 section=str(item.get("section") or section),
                 metric=str(item["metric"]),
                 ours=ours,
-                unit=str(item.get("unit") or ""),
+                unit=unit,
                 peer_name=str(item.get("peer_name") or ""),
                 peer=peer,
                 ratio=ratio,
-                target=str(item.get("target") or ""),
-                met=met if isinstance(met, bool) else None,
+                target=str(spec or ""),
+                met=met,
                 better=better if better in ("higher", "lower") else "",
-                note=str(item.get("note") or ""),
+                note=note,
             )
         )
     return rows

@@ -306,21 +306,40 @@ def test_a_summary_list_is_used_as_the_generic_shape(report: ModuleType, tmp_pat
                 "ratio": 1.2,
                 "section": "Quality — XQuAD-R",
             },
+            {"metric": "recall@10", "ours": 0.96, "target": "≥ 0.95", "met": False},
+            {
+                "metric": "speed-up",
+                "ours": 300,
+                "peer": 100,
+                "target": {"on": "ratio", "op": ">=", "value": 2},
+            },
         ]
     }
     runs = write_results(report, tmp_path, {"scale": summary})
     built = render(report, tmp_path, runs)
-    first, second, third = built["rows"]
+    first, second, third, fourth, fifth = built["rows"]
     assert first["ratio"] == pytest.approx(0.2) and first["met"] is True and first["section"] == "Other"
+    # "6 GB" cannot be compared with a figure in another unit: the benchmark's own flag stands
     assert second["peer"] is None and second["ratio"] is None and second["met"] is False
-    assert third["ratio"] == 1.2 and third["section"] == "Quality — XQuAD-R"
+    assert third["ratio"] == 1.2 and third["section"] == "Quality — XQuAD-R" and third["met"] is None
+    assert fourth["met"] is True and "recomputed from the figures" in fourth["note"]
+    assert fifth["met"] is True and fifth["target"] == "ours/peer ≥ 2x"
     assert built["tally"] == {
-        "targets": 2,
-        "met": 1,
+        "targets": 4,
+        "met": 3,
         "not_met": 1,
         "not_measured": 0,
         "failed_benchmarks": [],
     }
+
+
+def test_summary_targets_are_read_only_when_their_unit_matches(report: ModuleType) -> None:
+    assert report.parse_target("<= 100 ms", "ms") == report.Target("ours", "<=", 100.0)
+    assert report.parse_target("<= 6 GB", "MB") is None
+    assert report.parse_target(">= 2x", "") == report.Target("ratio", ">=", 2.0)
+    assert report.parse_target("ratio > 1", "q/s") == report.Target("ratio", ">", 1.0)
+    assert report.parse_target("beats LanceDB", "") is None
+    assert report.parse_target({"on": "sideways", "op": "<", "value": 1}) is None
 
 
 @pytest.mark.parametrize(
