@@ -2,7 +2,8 @@
 
 Each configured embedder is probed once (a one-line text, bounded by the embedding timeout) so the
 report says which spaces can be embedded right now; each collection says whether an embedder of its
-own space is configured and answering. ``--json`` prints the same as JSON.
+own space is configured and answering. ``--json`` prints the same as JSON. ``--languages`` adds how
+well each space matches a question across languages (see :mod:`simone.agents.cli._doctor_languages`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import anyio
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from simone.agents.cli._doctor_languages import check_languages, render_languages
 from simone.agents.cli._settings import settings_from_args
 from simone.providers.documents import DocumentStore
 from simone.providers.documents._index import INDEX_FOLDER
@@ -33,13 +35,18 @@ def register(subparsers: Any) -> None:
         "doctor", help="show the index's collections, spaces, pending rows and the embedding chain's health"
     )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument(
+        "--languages",
+        action="store_true",
+        help="also check how well each embedding space matches a question across languages",
+    )
     parser.set_defaults(func=run)
 
 
 async def run(args: argparse.Namespace) -> int:
     """Gather the report and print it; exit 1 when a collection's space cannot be embedded now."""
     settings = settings_from_args(args)
-    report = await gather(settings)
+    report = await gather(settings, languages=args.languages)
     if args.json:
         sys.stdout.write(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     else:
@@ -48,14 +55,16 @@ async def run(args: argparse.Namespace) -> int:
 
 
 async def probe(chain: EmbeddingChain, timeout_s: float) -> list[dict[str, Any]]:
-    """Embed one short text with each embedder of the chain; record success, latency or the error."""
+    """Embed one short text with each embedder of the chain, then each extra; record latency or the error."""
     results: list[dict[str, Any]] = []
-    for position, embedder in enumerate(chain.embedders, start=1):
+    members = [(e, "chain") for e in chain.embedders] + [(e, "extra") for e in chain.extras]
+    for position, (embedder, role) in enumerate(members, start=1):
         started = time.perf_counter()
         entry: dict[str, Any] = {
             "position": position,
             "space": embedder.space.key,
             "type": type(embedder).__name__,
+            "role": role,
         }
         try:
             with anyio.fail_after(timeout_s):
@@ -73,8 +82,8 @@ async def probe(chain: EmbeddingChain, timeout_s: float) -> list[dict[str, Any]]
     return results
 
 
-async def gather(settings: Settings) -> dict[str, Any]:
-    """The doctor's report as a JSON-ready dict."""
+async def gather(settings: Settings, *, languages: bool = False) -> dict[str, Any]:
+    """The doctor's report as a JSON-ready dict (with a ``languages`` section when asked)."""
     data_dir = Path(settings.data_dir)
     index_dir = data_dir / INDEX_FOLDER
     report: dict[str, Any] = {"data_dir": str(data_dir), "index": str(index_dir), "collections": []}
@@ -124,6 +133,8 @@ async def gather(settings: Settings) -> dict[str, Any]:
                     elif info.pending:
                         entry["advice"] = "run 'simone index --embed-pending' to embed the pending rows"
                     report["collections"].append(entry)
+        if languages:
+            report["languages"] = await check_languages(chain, settings.embeddings.timeout_s)
         if settings.embeddings.cache:
             cache_path = data_dir / "embedding-cache.sqlite3"
             if await anyio.Path(cache_path).exists():
@@ -136,12 +147,13 @@ async def gather(settings: Settings) -> dict[str, Any]:
 def render(report: dict[str, Any], console: Console) -> None:
     """The report for a terminal."""
     console.print(f"data dir: {escape(report['data_dir'])}")
-    chain = Table(title="embedding chain (in order)")
+    chain = Table(title="embedding chain (in order; extra spaces last)")
     for column in ("#", "space", "embedder", "status"):
         chain.add_column(column)
     for entry in report["embedders"]:
         status = f"[green]ok[/] {entry['ms']} ms" if entry["ok"] else f"[red]{escape(entry['error'])}[/]"
-        chain.add_row(str(entry["position"]), escape(entry["space"]), entry["type"], status)
+        position = str(entry["position"]) + (" (extra)" if entry.get("role") == "extra" else "")
+        chain.add_row(position, escape(entry["space"]), entry["type"], status)
     console.print(chain)
     health = report["health"]
     flag = "[red]degraded[/]" if health["degraded"] else "[green]healthy[/]"
@@ -165,3 +177,5 @@ def render(report: dict[str, Any], console: Console) -> None:
     if "embedding_cache" in report:
         cache = report["embedding_cache"]
         console.print(f"embedding cache: {cache['vectors']:,} vector(s) in {escape(cache['path'])}")
+    if "languages" in report:
+        render_languages(report["languages"], console)
