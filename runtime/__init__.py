@@ -116,12 +116,26 @@ from simone.runtime._packing import (
 from simone.runtime._provider import (
     Provider as Provider,
 )
+from simone.runtime._relevance import (
+    Judgement as Judgement,
+    RelevanceRule as RelevanceRule,
+    rule_for as rule_for,
+)
 from simone.runtime._router import (
     Router as Router,
     compute_status as compute_status,
 )
+from simone.runtime._scripts import (
+    main_script as main_script,
+    uncovered_script as uncovered_script,
+)
 
 __all__ = (
+    "Judgement",
+    "RelevanceRule",
+    "rule_for",
+    "main_script",
+    "uncovered_script",
     "PackItem",
     "Packed",
     "pack",

@@ -98,6 +98,9 @@ class IndexSettings(_Section):
     all-MiniLM-L6-v2); ``ann_min_rows`` is how many embedded rows a collection needs before an ANN
     index is built (below it, exact search is fast enough); ``ann_index`` picks the index kind and
     ``ann_nprobes``/``ann_refine_factor`` trade recall for latency (see benchmarks/index_speed.py).
+    ``relevance_margin``/``relevance_band`` override the calibrated relevance rule for meaning
+    (:class:`~simone.runtime.RelevanceRule`): a semantic candidate counts only when the best
+    candidate stands ``margin`` above the candidates' median and it is within ``band`` of the best.
     """
 
     collection: Annotated[
@@ -117,6 +120,9 @@ class IndexSettings(_Section):
     ann_refine_factor: Annotated[int, Field(ge=0, le=100)] = 5
     leg_candidates: Annotated[int, Field(ge=1, le=1000)] = 50
     default_mode: Literal["lexical", "semantic", "hybrid"] = "hybrid"
+    # The relevance rule for meaning (runtime/_relevance.py): None = the model's calibrated value.
+    relevance_margin: Annotated[float, Field(ge=0.0, le=2.0)] | None = None
+    relevance_band: Annotated[float, Field(ge=0.0, le=2.0)] | None = None
 
 
 class MemorySettings(_Section):

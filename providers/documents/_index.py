@@ -13,11 +13,19 @@ that vanished (or no longer qualify) lose their chunks. Each batch of files is w
 ``merge_insert`` commit, so a run killed at any point leaves a consistent index that the next run
 completes. When the collection's space has no working embedder, rows are stored as *pending* (null
 vector) and embedded by the next run or :meth:`DocumentIndex.embed_pending`.
+
+A collection may carry **more than one embedding space**: the chain's own (the *primary* table,
+which also holds the full-text index) and each of the chain's extra spaces
+(``[embeddings] extra_spaces``), kept in a sibling table ``<collection>--<space>`` with the same rows
+and that space's vectors. A sibling added to an existing collection starts with every row pending
+and is filled at its own pace; a space whose embedder fails leaves its rows pending without
+touching the other spaces.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -28,6 +36,7 @@ from typing import Any
 import anyio
 import numpy as np
 import numpy.typing as npt
+import pyarrow as pa
 from anyio.streams.memory import MemoryObjectReceiveStream
 from simone.providers.documents._chunker import Chunk, Chunker, HFTokenCounter, TokenCounter
 from simone.providers.documents._loaders import (
@@ -83,6 +92,8 @@ class IndexReport:
         pending: chunks stored without a vector in this run (their embedder was unavailable).
         pending_filled: previously pending chunks embedded in this run.
         pending_left: chunks still waiting for a vector at the end.
+        extra_spaces: per extra space (key): ``embedded``, ``cached``, ``reused``, ``pending``
+            (stored without a vector this run), ``pending_filled`` and ``pending_left``.
         skipped: files not indexed, each with its reason.
         failures: embedding or store failures, in plain words.
         maintenance: what was done to the indexes afterwards.
@@ -103,6 +114,7 @@ class IndexReport:
     pending: int = 0
     pending_filled: int = 0
     pending_left: int = 0
+    extra_spaces: dict[str, dict[str, int]] = field(default_factory=dict)
     skipped: list[SkippedFile] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     maintenance: list[str] = field(default_factory=list)
@@ -185,9 +197,9 @@ class DocumentIndex:
         self._counter = counter
         self._chunker: Chunker | None = None
         self._collection: Collection | None = None
+        self._extras: dict[str, Collection] = {}
         self._limiter = anyio.CapacityLimiter(1)
         self._write_lock = anyio.Lock()
-        self._pending_cache: tuple[float, int] | None = None
 
     @classmethod
     @asynccontextmanager
@@ -238,6 +250,7 @@ class DocumentIndex:
 
     async def __aexit__(self, *exc_info: object) -> None:
         self._collection = None
+        self._extras = {}
 
     # -- collection and space ---------------------------------------------------------------------
 
@@ -254,7 +267,48 @@ class DocumentIndex:
                         provider="document-index",
                     )
             self._collection = collection
+        if self._collection is not None:
+            for space in self.extra_spaces:
+                if space.key not in self._extras:
+                    extra = await self.store.open_collection(extra_table_name(self.name, space))
+                    if extra is not None:
+                        self._extras[space.key] = extra
         return self._collection
+
+    @property
+    def extra_spaces(self) -> tuple[EmbeddingSpace, ...]:
+        """The extra spaces the collection carries (the chain's ``extra_spaces``), besides its own."""
+        spaces: tuple[EmbeddingSpace, ...] = getattr(self.chain, "extra_spaces", ())
+        own = self._collection.space if self._collection is not None else self.pinned_space
+        return tuple(space for space in spaces if space != own)
+
+    @property
+    def extra_collections(self) -> dict[str, Collection]:
+        """The sibling tables of the extra spaces that exist so far, by space key."""
+        return dict(self._extras)
+
+    def semantic_collections(self) -> list[tuple[str, Collection]]:
+        """``(leg name, table)`` of every semantic leg: ``semantic`` (own space), ``semantic:<provider>``."""
+        if self._collection is None:
+            return []
+        legs = [("semantic", self._collection)]
+        legs += [(f"semantic:{extra.space.provider}", extra) for extra in self._extras.values()]
+        return legs
+
+    async def _ensure_extras(self, primary: Collection) -> None:
+        """Create the missing sibling tables, each filled with every row as pending."""
+        for space in self.extra_spaces:
+            if space.key in self._extras:
+                continue
+            name = extra_table_name(self.name, space)
+            extra = await self.store.open_collection(name)
+            if extra is None:
+                extra = await self.store.create_collection(name, space)
+                async for batch in await primary.table.query().to_batches():
+                    rows = pa.Table.from_batches([batch]).drop_columns(["vector"])
+                    nulls = pa.nulls(rows.num_rows, type=extra.schema.field("vector").type)
+                    await extra.table.add(rows.append_column(extra.schema.field("vector"), nulls))
+            self._extras[space.key] = extra
 
     @property
     def collection(self) -> Collection | None:
@@ -314,11 +368,12 @@ class DocumentIndex:
         async with self._write_lock:
             found = await self._discover(paths)
             collection = await self._ensure_collection()
+            await self._ensure_extras(collection)
             report = IndexReport(collection=self.name, space=collection.space.key)
             sources = [item for item in found if isinstance(item, SourceFile)]
             report.skipped.extend(item for item in found if isinstance(item, SkippedFile))
             report.files_total = len(sources)
-            existing = await collection.file_states(project)
+            existing = await self._file_states(collection, project)
             roots = [_absolute(p) for p in paths]
             state = _RunState(embed=embed)
             seen: set[str] = set()
@@ -354,15 +409,13 @@ class DocumentIndex:
                 path for path in existing if path not in seen and any(_under(path, root) for root in roots)
             )
             if gone:
-                await collection.delete_files(project, gone)
+                for table in (collection, *self._extras.values()):
+                    await table.delete_files(project, gone)
                 report.files_deleted = len(gone)
             self._notify(progress, report)
-            if embed and state.error is None:
-                await self._embed_pending(collection, report, state, progress)
-            if report.chunks or report.files_deleted or report.pending_filled:
-                report.maintenance = await self._maintain(collection)
-            self._pending_cache = None
-            report.pending_left = await collection.pending_count()
+            if embed:
+                await self._embed_all_pending(collection, report, state, progress)
+            await self._finish(collection, report)
             report.elapsed_s = time.perf_counter() - started
             self._notify(progress, report)
             return report
@@ -377,13 +430,11 @@ class DocumentIndex:
                     f"collection {self.name!r} does not exist yet; run 'simone index PATH' first",
                     provider="document-index",
                 )
+            await self._ensure_extras(collection)
             report = IndexReport(collection=self.name, space=collection.space.key)
             state = _RunState(embed=True)
-            await self._embed_pending(collection, report, state, progress)
-            if report.pending_filled:
-                report.maintenance = await self._maintain(collection)
-            self._pending_cache = None
-            report.pending_left = await collection.pending_count()
+            await self._embed_all_pending(collection, report, state, progress)
+            await self._finish(collection, report)
             report.elapsed_s = time.perf_counter() - started
             self._notify(progress, report)
             return report
@@ -393,17 +444,10 @@ class DocumentIndex:
         collection = await self._open_collection()
         return await collection.info() if collection is not None else None
 
-    async def pending_count(self, *, max_age_s: float = 5.0) -> int:
-        """Chunks waiting for a vector (cached for ``max_age_s`` seconds; writes refresh it)."""
+    async def pending_count(self) -> int:
+        """Chunks of the collection's own space waiting for a vector (counted once per table version)."""
         collection = self._collection
-        if collection is None:
-            return 0
-        cached = self._pending_cache
-        if cached is not None and time.monotonic() - cached[0] < max_age_s:
-            return cached[1]
-        count = await collection.pending_count()
-        self._pending_cache = (time.monotonic(), count)
-        return count
+        return 0 if collection is None else await collection.pending_count()
 
     def provider(self, name: str = "documents") -> Any:
         """A :class:`~simone.providers.documents.DocumentIndexProvider` over this index."""
@@ -447,6 +491,44 @@ class DocumentIndex:
                 self._notify(progress, report)
         if batch:
             await self._write_batch(collection, project, batch, report, state)
+
+    async def _file_states(self, collection: Collection, project: str) -> dict[str, str]:
+        """``path → digest`` of the files every table agrees on.
+
+        A file some table lacks or holds at another digest (a run killed between tables) gets an
+        empty digest, so it is indexed again everywhere.
+        """
+        states = await collection.file_states(project)
+        for extra in self._extras.values():
+            other = await extra.file_states(project)
+            for path in other.keys() - states.keys():
+                states[path] = ""
+            for path, digest in states.items():
+                if other.get(path) != digest:
+                    states[path] = ""
+        return states
+
+    async def _embed_all_pending(
+        self, collection: Collection, report: IndexReport, state: _RunState, progress: ProgressCallback | None
+    ) -> None:
+        await self._embed_pending(collection, report, state, progress)
+        for key, extra in self._extras.items():
+            tally = report.extra_spaces.setdefault(key, _extra_tally())
+            await self._embed_pending(extra, report, state, progress, tally=tally)
+
+    async def _finish(self, collection: Collection, report: IndexReport) -> None:
+        """Index maintenance when something changed, then the pending counts."""
+        changed = report.chunks or report.files_deleted or report.pending_filled
+        extra_filled = any(t["pending_filled"] for t in report.extra_spaces.values())
+        if changed or extra_filled:
+            report.maintenance = await self._maintain(collection)
+            for extra in self._extras.values():
+                report.maintenance += [
+                    f"{extra.space.provider}: {step}" for step in await self._maintain(extra, full_text=False)
+                ]
+        report.pending_left = await collection.pending_count()
+        for key, extra in self._extras.items():
+            report.extra_spaces.setdefault(key, _extra_tally())["pending_left"] = await extra.pending_count()
 
     async def _discover(self, paths: Sequence[str | Path]) -> list[SourceFile | SkippedFile]:
         def run() -> list[SourceFile | SkippedFile]:
@@ -501,14 +583,20 @@ class DocumentIndex:
         digests: list[str],
         report: IndexReport,
         state: _RunState,
+        tally: dict[str, int] | None = None,
     ) -> dict[str, npt.NDArray[np.float32]]:
-        """Vectors for ``digests`` from the table, the cache, then the chain; missing ones stay out."""
-        found = await collection.vectors_for(digests)
-        report.reused += sum(1 for d in digests if d in found)
-        wanted = {d: t for d, t in zip(digests, texts, strict=True) if d not in found}
-        if not wanted or not state.embed or state.error is not None:
-            return found
+        """Vectors for ``digests`` from the table, the cache, then the chain; missing ones stay out.
+
+        Counts go to the report (own space) or to ``tally`` (an extra space).
+        """
         space = collection.space
+        counts = tally if tally is not None else _report_tally(report)
+        found = await collection.vectors_for(digests)
+        counts["reused"] += sum(1 for d in digests if d in found)
+        wanted = {d: t for d, t in zip(digests, texts, strict=True) if d not in found}
+        if not wanted or not state.embed or space.key in state.errors:
+            _store_tally(report, counts, tally)
+            return found
         step = max(1, self.chain_batch)
         keys = list(wanted)
         for start in range(0, len(keys), step):
@@ -528,16 +616,18 @@ class DocumentIndex:
                     hits = 0
                 collection.check_vectors(vectors, len(part))
             except ProviderError as exc:
-                state.error = exc
+                state.errors[space.key] = exc
+                _store_tally(report, counts, tally)
                 report.failures.append(
                     f"embedding with space {space.key} failed ({exc.kind}): {exc.message}; "
                     "the remaining chunks are stored as pending and are found by lexical search "
                     "until 'simone index --embed-pending' (or the next run) embeds them"
                 )
                 return found
-            report.cached += hits
-            report.embedded += len(part) - hits
+            counts["cached"] += hits
+            counts["embedded"] += len(part) - hits
             found.update(zip(part, vectors, strict=True))
+        _store_tally(report, counts, tally)
         return found
 
     @property
@@ -555,19 +645,26 @@ class DocumentIndex:
     ) -> None:
         chunks = [chunk for item in batch for chunk in item.chunks or ()]
         terms = [t for item in batch for t in item.terms or ()]
-        vectors = await self._vectors(
-            collection, [c.embed_text for c in chunks], [c.digest for c in chunks], report, state
-        )
+        texts = [c.embed_text for c in chunks]
+        digests = [c.digest for c in chunks]
+        vectors = await self._vectors(collection, texts, digests, report, state)
         stamp = now()
         rows = [
             _row(chunk, term, vectors.get(chunk.digest), stamp)
             for chunk, term in zip(chunks, terms, strict=True)
         ]
-        table = collection.to_arrow(rows)
-        await collection.replace_files(project, [item.path for item in batch], table)
+        paths = [item.path for item in batch]
+        await collection.replace_files(project, paths, collection.to_arrow(rows))
+        for key, extra in self._extras.items():
+            tally = report.extra_spaces.setdefault(key, _extra_tally())
+            extra_vectors = await self._vectors(extra, texts, digests, report, state, tally)
+            for row, chunk in zip(rows, chunks, strict=True):
+                row["vector"] = extra_vectors.get(chunk.digest)
+            await extra.replace_files(project, paths, extra.to_arrow(rows))
+            tally["pending"] += sum(1 for row in rows if row["vector"] is None)
         report.files_indexed += len(batch)
         report.chunks += len(chunks)
-        report.pending += sum(1 for row in rows if row["vector"] is None)
+        report.pending += sum(1 for chunk in chunks if chunk.digest not in vectors)
 
     async def _embed_pending(
         self,
@@ -575,11 +672,13 @@ class DocumentIndex:
         report: IndexReport,
         state: _RunState,
         progress: ProgressCallback | None,
+        *,
+        tally: dict[str, int] | None = None,
     ) -> None:
         total = await collection.pending_count()
         rounds = total // self.settings.write_batch_chunks + 2
         for _ in range(rounds):
-            if state.error is not None:
+            if collection.space.key in state.errors:
                 return
             rows = await collection.pending_rows(self.settings.write_batch_chunks)
             if rows.num_rows == 0:
@@ -588,19 +687,22 @@ class DocumentIndex:
             texts = rows.column("text").to_pylist()
             digests = rows.column("digest").to_pylist()
             embed_texts = [f"{c}\n{t}" if c else t for c, t in zip(contexts, texts, strict=True)]
-            vectors = await self._vectors(collection, embed_texts, digests, report, state)
+            vectors = await self._vectors(collection, embed_texts, digests, report, state, tally)
             keep = [i for i, d in enumerate(digests) if d in vectors]
             if not keep:
                 return
             subset = rows.take(keep)
             matrix = np.stack([vectors[digests[i]] for i in keep]).astype(np.float32)
             await collection.fill_vectors(subset, matrix)
-            report.pending_filled += len(keep)
+            if tally is not None:
+                tally["pending_filled"] += len(keep)
+            else:
+                report.pending_filled += len(keep)
             self._notify(progress, report)
 
-    async def _maintain(self, collection: Collection) -> list[str]:
+    async def _maintain(self, collection: Collection, *, full_text: bool = True) -> list[str]:
         return await collection.maintain(
-            ann_min_rows=self.settings.ann_min_rows, ann_kind=self.settings.ann_index
+            ann_min_rows=self.settings.ann_min_rows, ann_kind=self.settings.ann_index, full_text=full_text
         )
 
     @staticmethod
@@ -612,7 +714,27 @@ class DocumentIndex:
 @dataclass(slots=True)
 class _RunState:
     embed: bool
-    error: ProviderError | None = None
+    errors: dict[str, ProviderError] = field(default_factory=dict)
+    """The first embedding failure per space key: that space embeds nothing more this run."""
+
+
+def _extra_tally() -> dict[str, int]:
+    return dict.fromkeys(("embedded", "cached", "reused", "pending", "pending_filled", "pending_left"), 0)
+
+
+def _report_tally(report: IndexReport) -> dict[str, int]:
+    return {"embedded": report.embedded, "cached": report.cached, "reused": report.reused}
+
+
+def _store_tally(report: IndexReport, counts: dict[str, int], tally: dict[str, int] | None) -> None:
+    if tally is None:
+        report.embedded, report.cached, report.reused = counts["embedded"], counts["cached"], counts["reused"]
+
+
+def extra_table_name(collection: str, space: EmbeddingSpace) -> str:
+    """The sibling table that holds ``collection``'s vectors of the extra ``space``."""
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{space.provider}-{space.model}-{space.dimension}")
+    return f"{collection}--{slug}"
 
 
 def _row(chunk: Chunk, terms: str, vector: npt.NDArray[np.float32] | None, stamp: float) -> dict[str, Any]:

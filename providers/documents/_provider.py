@@ -21,9 +21,10 @@ import time
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from simone.providers.documents._store import Hit, build_where
+from simone.providers.documents._store import Collection, Hit, build_where
 from simone.runtime import (
     Evidence,
+    Judgement,
     ProviderError,
     ProviderFailure,
     ProviderKind,
@@ -33,6 +34,8 @@ from simone.runtime import (
     SearchMode,
     TrustedContext,
     rrf,
+    rule_for,
+    uncovered_script,
 )
 
 if TYPE_CHECKING:
@@ -80,26 +83,27 @@ class DocumentIndexProvider:
         projects = [""] if not context.project else ["", context.project]
         where = build_where(projects, request.filters)
         candidates = max(request.limit, index.settings.leg_candidates)
+        query_terms = index.analyzer.terms(request.query)
         legs: dict[str, list[Hit]] = {}
         failures: list[ProviderFailure] = []
         timings: dict[str, float] = {}
+        degraded: list[str] = []
 
         async def lexical() -> None:
             started = time.perf_counter()
-            terms = " ".join(index.analyzer.terms(request.query))
             try:
-                legs["lexical"] = await collection.search_terms(terms, where, candidates)
+                legs["lexical"] = await collection.search_terms(" ".join(query_terms), where, candidates)
             except Exception as exc:  # noqa: BLE001 - LanceDB raises untyped errors; translated here
                 failures.append(self._failure("lexical", exc, started))
             timings["lexical_ms"] = (time.perf_counter() - started) * 1000
 
-        async def semantic() -> None:
+        async def semantic(leg: str, table: Collection) -> None:
             started = time.perf_counter()
             try:
-                vectors = await index.chain.embed([request.query], space=collection.space, kind="query")
-                collection.check_vectors(vectors, 1)
-                timings["embed_ms"] = (time.perf_counter() - started) * 1000
-                hits = await collection.search_vector(
+                vectors = await index.chain.embed([request.query], space=table.space, kind="query")
+                table.check_vectors(vectors, 1)
+                timings[f"{leg}_embed_ms"] = (time.perf_counter() - started) * 1000
+                legs[leg] = await table.search_vector(
                     vectors[0],
                     where,
                     candidates,
@@ -107,58 +111,85 @@ class DocumentIndexProvider:
                     refine_factor=index.settings.ann_refine_factor or None,
                 )
             except Exception as exc:  # noqa: BLE001 - embedder and LanceDB errors become a leg failure
-                failures.append(self._failure("semantic", exc, started))
-                return
+                failures.append(self._failure(leg, exc, started))
             finally:
-                timings["semantic_ms"] = (time.perf_counter() - started) * 1000
-            if request.min_similarity is not None:
-                hits = [hit for hit in hits if hit.score >= request.min_similarity]
-            legs["semantic"] = hits
+                timings[f"{leg}_ms"] = (time.perf_counter() - started) * 1000
 
-        wanted = ["lexical", "semantic"] if mode is SearchMode.HYBRID else [mode.value]
+        semantic_legs: list[tuple[str, Collection]] = []
+        if mode is not SearchMode.LEXICAL:
+            for leg, table in index.semantic_collections():
+                script = uncovered_script(request.query, table.space.key)
+                if script is None:
+                    semantic_legs.append((leg, table))
+                else:
+                    degraded.append(
+                        f"{leg} leg skipped: its model ({table.space.model}) does not cover "
+                        f"{script.title()} script; "
+                        + ("other legs answer" if mode is SearchMode.HYBRID else "lexical results only")
+                    )
         async with anyio.create_task_group() as group:
-            if "lexical" in wanted:
+            if mode is not SearchMode.SEMANTIC or not semantic_legs:
                 group.start_soon(lexical)
-            if "semantic" in wanted:
-                group.start_soon(semantic)
+            for leg, table in semantic_legs:
+                group.start_soon(semantic, leg, table)
 
-        degraded: list[str] = []
-        semantic_failed = any(f.leg == "semantic" for f in failures)
-        if "semantic" in wanted:
-            index.chain.record_search(fell_back=semantic_failed)
-        if semantic_failed:
-            failure = next(f for f in failures if f.leg == "semantic")
-            degraded.append(
-                f"semantic leg unavailable ({failure.kind}: {failure.message}); lexical results only"
-            )
+        semantic_failures = [f for f in failures if f.leg != "lexical"]
+        if semantic_legs:
+            index.chain.record_search(fell_back=any(f.leg == "semantic" for f in semantic_failures))
+        for failure in semantic_failures:
+            degraded.append(f"{failure.leg} leg unavailable ({failure.kind}: {failure.message})")
+        semantic_answered = [leg for leg, _ in semantic_legs if leg in legs]
+        if semantic_legs and not semantic_answered:
             if "lexical" not in legs and not any(f.leg == "lexical" for f in failures):
-                # Semantic-only was asked for and cannot run: lexical carries on.
-                await lexical()
-        if "lexical" in wanted and any(f.leg == "lexical" for f in failures) and "semantic" in legs:
+                await lexical()  # semantic-only was asked for and cannot run: lexical carries on
+            degraded.append("no semantic leg answered; lexical results only")
+        if any(f.leg == "lexical" for f in failures) and semantic_answered:
             degraded.append("lexical leg unavailable; semantic results only")
         if not legs:
             raise _as_error(failures[0], self._name)
-        if "semantic" in legs:
-            pending = await index.pending_count()
-            if pending:
+        for leg, table in semantic_legs:
+            if leg in legs and (pending := await table.pending_count()):
                 degraded.append(
-                    f"{pending:,} chunk(s) wait for embedding and are found by lexical search only; "
-                    "run 'simone index --embed-pending'"
+                    f"{pending:,} chunk(s) wait for embedding in {leg} ({table.space.key}) and are found "
+                    "by the other legs only; run 'simone index --embed-pending'"
                 )
-        evidence = self._evidence(legs, request.limit, collection.space.key)
+        tables = dict(semantic_legs)
+        judged = {
+            leg: dict(
+                zip(
+                    (hit.id for hit in hits),
+                    rule_for(
+                        tables[leg].space.key,
+                        margin=index.settings.relevance_margin,
+                        band=index.settings.relevance_band,
+                    ).judge([hit.score for hit in hits], min_similarity=request.min_similarity),
+                    strict=True,
+                )
+            )
+            for leg, hits in legs.items()
+            if leg != "lexical"
+        }
+        started = time.perf_counter()
+        evidence, dropped = await self._evidence(
+            collection, where, legs, judged, set(query_terms), request.limit, lexical_only=not judged
+        )
+        timings["fetch_ms"] = (time.perf_counter() - started) * 1000
         details: dict[str, Any] = {
             "mode": mode.value,
             "legs": {name: len(hits) for name, hits in legs.items()},
-            "space": collection.space.key,
+            "spaces": {leg: table.space.key for leg, table in semantic_legs},
             "collection": collection.name,
+            "dropped_not_relevant": dropped,
+            "relevance": {
+                leg: {
+                    "margin": round(next(iter(verdicts.values())).margin, 4) if verdicts else None,
+                    "relevant": sum(1 for v in verdicts.values() if v.relevant),
+                }
+                for leg, verdicts in judged.items()
+            },
             **{key: round(value, 3) for key, value in timings.items()},
         }
-        return ProviderResponse(
-            evidence=evidence,
-            degraded=degraded,
-            leg_failures=[f for f in failures if f.leg in wanted or f.leg == "lexical"],
-            details=details,
-        )
+        return ProviderResponse(evidence=evidence, degraded=degraded, leg_failures=failures, details=details)
 
     def _failure(self, leg: str, exc: Exception, started: float) -> ProviderFailure:
         elapsed = (time.perf_counter() - started) * 1000
@@ -180,56 +211,116 @@ class DocumentIndexProvider:
             elapsed_ms=elapsed,
         )
 
-    def _evidence(self, legs: dict[str, list[Hit]], limit: int, space: str) -> list[Evidence]:
-        rows: dict[str, dict[str, Any]] = {}
+    async def _evidence(
+        self,
+        collection: Collection,
+        where: str,
+        legs: dict[str, list[Hit]],
+        judged: dict[str, dict[str, Judgement]],
+        query_terms: set[str],
+        limit: int,
+        *,
+        lexical_only: bool,
+    ) -> tuple[list[Evidence], int]:
+        """Fuse the legs, keep the relevant candidates in fused order, read their rows.
+
+        A candidate is kept when it shares a term with the question (lexical) or when a semantic
+        leg judges it relevant by meaning; otherwise it is dropped as ``not_relevant``. Returns the
+        evidence and the number dropped.
+        """
         scores: dict[str, dict[str, float]] = {}
         ranks: dict[str, dict[str, int]] = {}
         for leg, hits in legs.items():
             for rank, hit in enumerate(hits, start=1):
-                chunk_id = str(hit.row["id"])
-                rows.setdefault(chunk_id, hit.row)
-                scores.setdefault(chunk_id, {})[leg] = hit.score
-                ranks.setdefault(chunk_id, {})[leg] = rank
+                scores.setdefault(hit.id, {})[leg] = hit.score
+                ranks.setdefault(hit.id, {})[leg] = rank
         if len(legs) == 1:
-            (leg,) = legs
-            order = [(str(hit.row["id"]), hit.score) for hit in legs[leg]]
-            method = leg
+            ((method, hits),) = legs.items()
+            order = [(hit.id, hit.score) for hit in hits]
         else:
-            fused = rrf({leg: [str(hit.row["id"]) for hit in hits] for leg, hits in legs.items()})
+            fused = rrf({leg: [hit.id for hit in hits] for leg, hits in legs.items()})
             order = [(item.id, item.score) for item in fused]
             method = "hybrid"
         out: list[Evidence] = []
-        for chunk_id, score in order[:limit]:
-            row = rows[chunk_id]
-            locator = f"{row['path']}#L{row['line_start']}-L{row['line_end']}"
-            title = str(row["title"])
-            if row["heading"] and row["heading"] != title:
-                title = f"{title} — {str(row['heading']).split(' › ')[-1]}"
-            out.append(
-                Evidence.create(
-                    provider=ProviderKind.DOCUMENT_INDEX,
-                    provider_name=self._name,
-                    locator=locator,
-                    content=str(row["text"]),
-                    title=title,
-                    score=float(score),
-                    metadata={
-                        "method": method,
-                        "space": space,
-                        "chunk_id": chunk_id,
-                        "path": row["path"],
-                        "line_start": row["line_start"],
-                        "line_end": row["line_end"],
-                        "heading": row["heading"],
-                        "kind": row["kind"],
-                        "language": row["language"],
-                        "project": row["project"] or None,
-                        "leg_ranks": ranks[chunk_id],
-                        "leg_scores": {k: round(v, 6) for k, v in scores[chunk_id].items()},
-                    },
-                )
-            )
-        return out
+        dropped = 0
+        position = 0
+        page = max(2 * limit, 10)
+        while len(out) < limit and position < len(order):
+            window = order[position : position + page]
+            position += len(window)
+            rows = await collection.fetch([chunk_id for chunk_id, _ in window], where)
+            for chunk_id, score in window:
+                row = rows.get(chunk_id)
+                if row is None:
+                    continue  # deleted since the search ran
+                matched = sorted(query_terms.intersection(str(row.pop("terms")).split()))
+                meaning = {leg: v[chunk_id] for leg, v in judged.items() if chunk_id in v}
+                by_words = lexical_only or (bool(matched) and "lexical" in legs)
+                by_meaning = any(v.relevant for v in meaning.values())
+                kept_by = ["lexical"] * by_words + ["meaning"] * by_meaning
+                if not kept_by:
+                    dropped += 1
+                    continue
+                if len(out) < limit:
+                    out.append(
+                        self._one(
+                            row,
+                            chunk_id,
+                            score,
+                            method,
+                            ranks[chunk_id],
+                            scores[chunk_id],
+                            kept_by,
+                            matched,
+                            meaning,
+                        )
+                    )
+        return out, dropped
+
+    def _one(
+        self,
+        row: dict[str, Any],
+        chunk_id: str,
+        score: float,
+        method: str,
+        ranks: dict[str, int],
+        scores: dict[str, float],
+        kept_by: list[str],
+        matched: list[str],
+        meaning: dict[str, Judgement],
+    ) -> Evidence:
+        locator = f"{row['path']}#L{row['line_start']}-L{row['line_end']}"
+        title = str(row["title"])
+        if row["heading"] and row["heading"] != title:
+            title = f"{title} — {str(row['heading']).split(' › ')[-1]}"
+        return Evidence.create(
+            provider=ProviderKind.DOCUMENT_INDEX,
+            provider_name=self._name,
+            locator=locator,
+            content=str(row["text"]),
+            title=title,
+            score=float(score),
+            metadata={
+                "method": method,
+                "space": self._index.space.key if self._index.space is not None else None,
+                "chunk_id": chunk_id,
+                "path": row["path"],
+                "line_start": row["line_start"],
+                "line_end": row["line_end"],
+                "heading": row["heading"],
+                "kind": row["kind"],
+                "language": row["language"],
+                "project": row["project"] or None,
+                "leg_ranks": ranks,
+                "leg_scores": {k: round(v, 6) for k, v in scores.items()},
+                "relevance": {
+                    "kept_by": kept_by,
+                    "matched_terms": matched[:20],
+                    "similarity": {leg: round(v.similarity, 4) for leg, v in meaning.items()},
+                    "margin": {leg: round(v.margin, 4) for leg, v in meaning.items()},
+                },
+            },
+        )
 
 
 def _as_error(failure: ProviderFailure, provider: str) -> ProviderError:

@@ -8,6 +8,12 @@ schema metadata (``simone.space``); vectors of any other space are refused. A ro
 embedder was unavailable is stored with a null vector ("pending embedding") — never a zero vector —
 and filled later.
 
+Searches are two-phase: each leg asks LanceDB for chunk ids and scores only (materialising text
+columns for every candidate of every leg cost more than the search itself at 100k rows), and the
+rows of the few ids that survive fusion are read afterwards by id, through a BTree index on ``id``.
+The connection re-reads the table's manifest at most every :data:`READ_CONSISTENCY` so that a
+long-running process (an MCP server, an agent) sees what another process indexed.
+
 Writes are ``merge_insert`` upserts keyed by chunk id, one commit per batch of files, so a run killed
 at any point leaves every file either fully old or fully new. LanceDB searches rows that are not yet
 in the full-text or vector index by brute force, so rows written after an index build are found;
@@ -23,6 +29,7 @@ import os
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, Self
@@ -45,6 +52,13 @@ SCHEMA_VERSION = b"1"
 FTS_INDEX = "terms_idx"
 VECTOR_INDEX = "vector_idx"
 PROJECT_INDEX = "project_idx"
+ID_INDEX = "id_idx"
+
+READ_CONSISTENCY = timedelta(seconds=2)
+"""How stale a table handle may be before LanceDB re-reads its manifest (other writers' commits)."""
+
+QUANTIZED_KINDS = frozenset({"IvfHnswSq", "IvfPq", "IvfHnswPq", "IvfSq", "IVF_HNSW_SQ", "IVF_PQ"})
+"""Vector index types that store approximate vectors: only they gain from re-ranking (refine)."""
 
 AnnKind = Literal["ivf_flat", "ivf_hnsw_sq"]
 
@@ -163,9 +177,9 @@ class CollectionInfo:
 
 @dataclass(frozen=True, slots=True)
 class Hit:
-    """One row found by a search, with the leg's own score (BM25, or cosine similarity)."""
+    """One chunk found by a leg, with the leg's own score (BM25, or cosine similarity)."""
 
-    row: dict[str, Any]
+    id: str
     score: float
 
 
@@ -200,7 +214,7 @@ class DocumentStore:
         if "://" not in self.uri:
             await anyio.to_thread.run_sync(lambda: Path(self.uri).mkdir(parents=True, exist_ok=True))
         try:
-            self._db = await lancedb.connect_async(self.uri)
+            self._db = await lancedb.connect_async(self.uri, read_consistency_interval=READ_CONSISTENCY)
         except Exception as exc:  # translated in one place
             raise _translate(exc, f"open {self.uri}") from exc
 
@@ -294,6 +308,8 @@ class Collection:
         self.table = table
         self.space = space
         self.schema = chunk_schema(space)
+        self._pending: tuple[int, int] | None = None
+        self._vector_index: tuple[int, str | None] | None = None
 
     # -- reading -----------------------------------------------------------------------------------
 
@@ -302,8 +318,31 @@ class Collection:
         return int(await self.table.count_rows(where))
 
     async def pending_count(self) -> int:
-        """Rows waiting for their vector."""
-        return await self.count("vector IS NULL")
+        """Rows waiting for their vector (counted once per table version: the count scans vectors)."""
+        version = await self.table.version()
+        if self._pending is not None and self._pending[0] == version:
+            return self._pending[1]
+        count = await self.count("vector IS NULL")
+        self._pending = (version, count)
+        return count
+
+    async def vector_index_type(self) -> str | None:
+        """The type of the ANN index on ``vector`` (``None`` without one), looked up once per version."""
+        version = await self.table.version()
+        if self._vector_index is not None and self._vector_index[0] == version:
+            return self._vector_index[1]
+        found = next((i.index_type for i in await self.table.list_indices() if i.name == VECTOR_INDEX), None)
+        self._vector_index = (version, found)
+        return found
+
+    async def fetch(self, ids: Sequence[str], where: str | None = None) -> dict[str, dict[str, Any]]:
+        """The result columns and analysed terms of the chunks ``ids`` (present and matching ``where``)."""
+        if not ids:
+            return {}
+        # The id test first: the BTree index narrows to a few rows before the rest is evaluated.
+        clause = sql_in("id", ids) if where is None else f"{sql_in('id', ids)} AND ({where})"
+        table = await self.table.query().where(clause).select([*RESULT_COLUMNS, "terms"]).to_arrow()
+        return {str(row["id"]): row for row in table.to_pylist()}
 
     async def file_states(self, project: str) -> dict[str, str]:
         """``path → file digest`` of every file indexed for ``project``."""
@@ -443,25 +482,31 @@ class Collection:
         ann_min_rows: int,
         ann_kind: AnnKind,
         force_ann: bool = False,
+        full_text: bool = True,
     ) -> list[str]:
         """Build the FTS index if missing, fold new rows into the indexes, build the ANN index.
 
-        Returns what was done, in plain words.
+        ``full_text=False`` skips the full-text index (a collection's extra-space tables are searched
+        by vector only). Returns what was done, in plain words.
         """
         try:
-            return await self._maintain(ann_min_rows=ann_min_rows, ann_kind=ann_kind, force_ann=force_ann)
+            return await self._maintain(
+                ann_min_rows=ann_min_rows, ann_kind=ann_kind, force_ann=force_ann, full_text=full_text
+            )
         except (OSError, RuntimeError, ValueError) as exc:
             raise _translate(exc, "update the indexes (the data is written; the next run retries)") from exc
 
-    async def _maintain(self, *, ann_min_rows: int, ann_kind: AnnKind, force_ann: bool) -> list[str]:
-        from lancedb.index import FTS, Bitmap
+    async def _maintain(
+        self, *, ann_min_rows: int, ann_kind: AnnKind, force_ann: bool, full_text: bool = True
+    ) -> list[str]:
+        from lancedb.index import FTS, Bitmap, BTree
 
         done: list[str] = []
         indexes = await self.index_names()
         rows = await self.count()
         if rows == 0:
             return done
-        if FTS_INDEX not in indexes:
+        if full_text and FTS_INDEX not in indexes:
             await self.table.create_index(
                 "terms",
                 config=FTS(
@@ -480,11 +525,14 @@ class Collection:
             # Every search filters on the project; without a scalar index that prefilter scans the
             # whole column and costs more than the vector search itself (measured ~10x at 100k rows).
             await self.table.create_index("project", config=Bitmap(), name=PROJECT_INDEX)
+        if ID_INDEX not in indexes:
+            # Rows are read by id after fusion; without this index each read scans the id column.
+            await self.table.create_index("id", config=BTree(), name=ID_INDEX)
         embedded = rows - await self.pending_count()
         if VECTOR_INDEX not in indexes and (embedded >= ann_min_rows or (force_ann and embedded >= 256)):
             await self.build_ann(ann_kind, embedded)
             done.append(f"built the {ann_kind} vector index over {embedded:,} vectors")
-        stats = await self.table.index_stats(FTS_INDEX)
+        stats = await self.table.index_stats(FTS_INDEX if full_text else ID_INDEX)
         behind = stats.num_unindexed_rows if stats is not None else 0
         if behind or len(done) == 0:
             await self.table.optimize()
@@ -507,20 +555,20 @@ class Collection:
     # -- searching ---------------------------------------------------------------------------------
 
     async def search_terms(self, terms: str, where: str, limit: int) -> list[Hit]:
-        """BM25 over the analysed-terms column (LanceDB's FTS), best first."""
+        """BM25 over the analysed-terms column (LanceDB's FTS), best first; ids and scores only."""
         if not terms.strip():
             return []
         table = await (
             self.table.query()
             .nearest_to_text(terms, columns="terms")
             .where(where)
-            .select([*RESULT_COLUMNS, "_score"])
+            .select(["id", "_score"])
             .limit(limit)
             .to_arrow()
         )
+        ids = table.column("id").to_pylist()
         scores = table.column("_score").to_pylist()
-        rows = table.drop_columns(["_score"]).to_pylist()
-        return [Hit(row, float(score)) for row, score in zip(rows, scores, strict=True)]
+        return [Hit(str(i), float(score)) for i, score in zip(ids, scores, strict=True)]
 
     async def search_vector(
         self,
@@ -532,7 +580,12 @@ class Collection:
         refine_factor: int | None = 5,
         exact: bool = False,
     ) -> list[Hit]:
-        """Nearest chunks by cosine distance, best first; the score is the cosine similarity."""
+        """Nearest chunks by cosine distance, best first; the score is the cosine similarity.
+
+        ``refine_factor`` re-ranks ``limit × refine_factor`` candidates with the stored vectors; it
+        applies only to indexes that store approximate vectors (IVF_HNSW_SQ), since IVF_FLAT's
+        distances are already exact.
+        """
         self.check_vectors(vector.reshape(1, -1), 1)
         query = (
             self.table.query()
@@ -540,19 +593,19 @@ class Collection:
             .column("vector")
             .distance_type("cosine")
             .where(where)
-            .select([*RESULT_COLUMNS, "_distance"])
+            .select(["id", "_distance"])
             .limit(limit)
         )
         if exact:
             query = query.bypass_vector_index()
         else:
             query = query.nprobes(nprobes)
-            if refine_factor:
+            if refine_factor and await self.vector_index_type() in QUANTIZED_KINDS:
                 query = query.refine_factor(refine_factor)
         table = await query.to_arrow()
+        ids = table.column("id").to_pylist()
         distances = table.column("_distance").to_pylist()
-        rows = table.drop_columns(["_distance"]).to_pylist()
-        return [Hit(row, 1.0 - float(distance)) for row, distance in zip(rows, distances, strict=True)]
+        return [Hit(str(i), 1.0 - float(d)) for i, d in zip(ids, distances, strict=True)]
 
 
 def _vector_array(vectors: Sequence[npt.NDArray[np.float32] | None], dimension: int) -> pa.Array:

