@@ -1257,7 +1257,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
                 lines.append(f"| 🔴 **{_cell(item.metric)}** | — | | | | | 🔴 failed | {_cell(item.note)} |")
                 continue
             arrow = {"higher": " ↑", "lower": " ↓", "": ""}[item.better]
-            unit = f" ({item.unit})" if item.unit else ""
+            unit = f" ({item.unit})" if item.unit and not item.metric.endswith(f"({item.unit})") else ""
             lines.append(
                 f"| {_cell(item.metric)}{unit}{arrow} | {fmt(item.ours)} | {_cell(item.peer_name)} | "
                 f"{fmt(item.peer) if item.peer_name else ''} | {_ratio(item.ratio) if item.peer_name else ''} | "

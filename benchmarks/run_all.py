@@ -188,7 +188,7 @@ def _pump(stream: IO[str], log: IO[str], echo: IO[str] | None, prefix: str, tail
     for line in stream:
         log.write(line)
         log.flush()
-        if tail is not None and line.strip():
+        if tail is not None and line.strip(" \t\n^~"):  # not blank, not a traceback's carets
             tail.append(line.rstrip())
         if echo is not None:
             echo.write(f"{prefix}{line}")
@@ -292,7 +292,7 @@ def run_one(
     record.stderr_tail = list(tail)
     fresh = results.is_file() and results.stat().st_mtime_ns >= started_ns
     record.results_sha256 = sha256_file(results) if fresh else None
-    logs = f"logs: {logs_dir / bench.name}.std{{out,err}}.log"
+    logs = f"logs: {_shown(logs_dir / bench.name)}.std{{out,err}}.log"
     if timed_out:
         record.status = "timeout"
     elif not fresh:
@@ -403,6 +403,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    # A SIGTERM to run_all unwinds like Ctrl-C, so the running benchmark's process group is ended too.
+    if not args.report_only:
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     start_load = load_average()
     machine = describe_machine(ROOT)
     runs: list[RunRecord] = []

@@ -459,7 +459,11 @@ def test_the_runner_records_success_failure_silence_and_timeouts(run_all: Module
                                                                     "argv": sys.argv[1:]}}))
         """
     write_script(scripts, "good", writes.replace("NAME", "good"))
-    write_script(scripts, "broken", "import sys\nprint('half way', file=sys.stderr)\nraise SystemExit(3)\n")
+    write_script(
+        scripts,
+        "broken",
+        "import sys\nprint('half way\\n   ^^^^\\n', file=sys.stderr)\nraise SystemExit(3)\n",
+    )
     write_script(scripts, "silent", "print('done, but no results')\n")
     write_script(scripts, "slow", "import time\ntime.sleep(60)\n")
     (results / "silent.json").write_text("{}", encoding="utf-8")  # stale: written before the run
@@ -476,7 +480,7 @@ def test_the_runner_records_success_failure_silence_and_timeouts(run_all: Module
     broken = run_all.run_one(bench("broken", takes_data_dir=False), quick=False, **common)
     assert broken.status == "failed" and broken.exit_code == 3
     assert broken.stderr_tail == ["half way"] and "DATA" not in broken.command
-    assert (logs / "broken.stderr.log").read_text() == "half way\n"
+    assert (logs / "broken.stderr.log").read_text() == "half way\n   ^^^^\n\n"  # the log keeps every line
 
     silent = run_all.run_one(bench("silent"), quick=False, **common)
     assert silent.status == "failed" and silent.exit_code == 0 and "wrote no silent.json" in silent.note
