@@ -175,6 +175,20 @@ class ProviderFailure(_Frozen):
     elapsed_ms: float = 0.0
 
 
+ExclusionReason = Literal["duplicate", "over_budget", "not_relevant"]
+
+
+class Exclusion(_Frozen):
+    """One item that was found but left out of the packed evidence, and why."""
+
+    id: str
+    provider: str
+    locator: str
+    reason: ExclusionReason
+    detail: str = ""
+    tokens: int | None = None
+
+
 class ProviderResponse(_Frozen):
     """What a provider returns: its evidence in its own order, plus honest notes.
 
@@ -183,12 +197,15 @@ class ProviderResponse(_Frozen):
         degraded: plain reasons the answer is weaker than usual ("semantic leg unavailable…").
         leg_failures: failures of internal legs the provider survived (they appear in the result).
         details: free-form trace data (per-leg counts, timings, spaces).
+        excluded: items found but left out by the provider itself (reason ``not_relevant``: they
+            matched neither by words nor by meaning); the router lists them in the budget report.
     """
 
     evidence: list[Evidence] = Field(default_factory=list)
     degraded: list[str] = Field(default_factory=list)
     leg_failures: list[ProviderFailure] = Field(default_factory=list)
     details: dict[str, JsonValue] = Field(default_factory=dict)
+    excluded: list[Exclusion] = Field(default_factory=list)
 
 
 class ProviderHits(_Frozen):
@@ -202,6 +219,7 @@ class ProviderHits(_Frozen):
     degraded: list[str] = Field(default_factory=list)
     leg_failures: list[ProviderFailure] = Field(default_factory=list)
     details: dict[str, JsonValue] = Field(default_factory=dict)
+    excluded: list[Exclusion] = Field(default_factory=list)
 
 
 ProviderOutcome = Annotated[ProviderHits | ProviderFailure, Field(discriminator="outcome")]
@@ -303,20 +321,6 @@ class Status(StrEnum):
     NO_RESULTS = "no_results"
     FAILED = "failed"
     FORBIDDEN = "forbidden"
-
-
-ExclusionReason = Literal["duplicate", "over_budget", "not_relevant"]
-
-
-class Exclusion(_Frozen):
-    """One item that was found but left out of the packed evidence, and why."""
-
-    id: str
-    provider: str
-    locator: str
-    reason: ExclusionReason
-    detail: str = ""
-    tokens: int | None = None
 
 
 class BudgetReport(_Frozen):

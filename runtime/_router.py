@@ -260,6 +260,7 @@ class Router:
                 )
                 continue
             failures.extend(outcome.leg_failures)
+            exclusions.extend(outcome.excluded)
             items = outcome.evidence
             returned_total += len(items)
             ids = [item.id for item in items]
@@ -466,6 +467,7 @@ def _validate_response(
         degraded=list(response.degraded),
         leg_failures=list(response.leg_failures),
         details=dict(response.details),
+        excluded=list(response.excluded),
     )
 
 

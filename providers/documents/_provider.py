@@ -24,6 +24,7 @@ import anyio
 from simone.providers.documents._store import Collection, Hit, build_where
 from simone.runtime import (
     Evidence,
+    Exclusion,
     Judgement,
     ProviderError,
     ProviderFailure,
@@ -116,17 +117,18 @@ class DocumentIndexProvider:
                 timings[f"{leg}_ms"] = (time.perf_counter() - started) * 1000
 
         semantic_legs: list[tuple[str, Collection]] = []
+        skipped: dict[str, str] = {}
         if mode is not SearchMode.LEXICAL:
             for leg, table in index.semantic_collections():
                 script = uncovered_script(request.query, table.space.key)
                 if script is None:
                     semantic_legs.append((leg, table))
                 else:
-                    degraded.append(
-                        f"{leg} leg skipped: its model ({table.space.model}) does not cover "
-                        f"{script.title()} script; "
-                        + ("other legs answer" if mode is SearchMode.HYBRID else "lexical results only")
-                    )
+                    skipped[leg] = f"{table.space.model} does not cover {script.title()} script"
+            if skipped and not semantic_legs:
+                degraded.append(
+                    f"no semantic leg covers the question ({'; '.join(skipped.values())}); lexical results only"
+                )
         async with anyio.create_task_group() as group:
             if mode is not SearchMode.SEMANTIC or not semantic_legs:
                 group.start_soon(lexical)
@@ -170,7 +172,7 @@ class DocumentIndexProvider:
             if leg != "lexical"
         }
         started = time.perf_counter()
-        evidence, dropped = await self._evidence(
+        evidence, excluded = await self._evidence(
             collection, where, legs, judged, set(query_terms), request.limit, lexical_only=not judged
         )
         timings["fetch_ms"] = (time.perf_counter() - started) * 1000
@@ -179,7 +181,8 @@ class DocumentIndexProvider:
             "legs": {name: len(hits) for name, hits in legs.items()},
             "spaces": {leg: table.space.key for leg, table in semantic_legs},
             "collection": collection.name,
-            "dropped_not_relevant": dropped,
+            "dropped_not_relevant": len(excluded),
+            "skipped_legs": skipped,
             "relevance": {
                 leg: {
                     "margin": round(next(iter(verdicts.values())).margin, 4) if verdicts else None,
@@ -189,7 +192,9 @@ class DocumentIndexProvider:
             },
             **{key: round(value, 3) for key, value in timings.items()},
         }
-        return ProviderResponse(evidence=evidence, degraded=degraded, leg_failures=failures, details=details)
+        return ProviderResponse(
+            evidence=evidence, degraded=degraded, leg_failures=failures, details=details, excluded=excluded
+        )
 
     def _failure(self, leg: str, exc: Exception, started: float) -> ProviderFailure:
         elapsed = (time.perf_counter() - started) * 1000
@@ -221,12 +226,12 @@ class DocumentIndexProvider:
         limit: int,
         *,
         lexical_only: bool,
-    ) -> tuple[list[Evidence], int]:
+    ) -> tuple[list[Evidence], list[Exclusion]]:
         """Fuse the legs, keep the relevant candidates in fused order, read their rows.
 
         A candidate is kept when it shares a term with the question (lexical) or when a semantic
         leg judges it relevant by meaning; otherwise it is dropped as ``not_relevant``. Returns the
-        evidence and the number dropped.
+        evidence and the exclusions.
         """
         scores: dict[str, dict[str, float]] = {}
         ranks: dict[str, dict[str, int]] = {}
@@ -242,7 +247,7 @@ class DocumentIndexProvider:
             order = [(item.id, item.score) for item in fused]
             method = "hybrid"
         out: list[Evidence] = []
-        dropped = 0
+        dropped: list[Exclusion] = []
         position = 0
         page = max(2 * limit, 10)
         while len(out) < limit and position < len(order):
@@ -259,7 +264,7 @@ class DocumentIndexProvider:
                 by_meaning = any(v.relevant for v in meaning.values())
                 kept_by = ["lexical"] * by_words + ["meaning"] * by_meaning
                 if not kept_by:
-                    dropped += 1
+                    dropped.append(_not_relevant(self._name, chunk_id, row, meaning))
                     continue
                 if len(out) < limit:
                     out.append(
@@ -289,7 +294,7 @@ class DocumentIndexProvider:
         matched: list[str],
         meaning: dict[str, Judgement],
     ) -> Evidence:
-        locator = f"{row['path']}#L{row['line_start']}-L{row['line_end']}"
+        locator = _locator(row)
         title = str(row["title"])
         if row["heading"] and row["heading"] != title:
             title = f"{title} — {str(row['heading']).split(' › ')[-1]}"
@@ -321,6 +326,26 @@ class DocumentIndexProvider:
                 },
             },
         )
+
+
+def _locator(row: dict[str, Any]) -> str:
+    return f"{row['path']}#L{row['line_start']}-L{row['line_end']}"
+
+
+def _not_relevant(
+    provider: str, chunk_id: str, row: dict[str, Any], meaning: dict[str, Judgement]
+) -> Exclusion:
+    why = "; ".join(
+        f"{leg}: similarity {v.similarity:.3f}, best stands {v.margin:.3f} above the median ({v.rule} rule)"
+        for leg, v in meaning.items()
+    )
+    return Exclusion(
+        id=chunk_id,
+        provider=provider,
+        locator=_locator(row),
+        reason="not_relevant",
+        detail=f"no word shared with the question and not relevant by meaning ({why or 'no semantic leg'})",
+    )
 
 
 def _as_error(failure: ProviderFailure, provider: str) -> ProviderError:
