@@ -1040,6 +1040,8 @@ class RunRecord:
     stderr_tail: list[str] = field(default_factory=list)
     note: str = ""
     own_load: float | None = None
+    load_start: float | None = None
+    load_end: float | None = None
 
     @property
     def has_figures(self) -> bool:
@@ -1163,6 +1165,16 @@ def _ratio(value: float | None) -> str:
     return "—" if value is None else f"{value:.3g}x"
 
 
+def _loads(run: Mapping[str, Any]) -> str:
+    """The machine's load around a run, and the load the benchmark recorded itself, if any."""
+    parts = []
+    if run.get("load_start") is not None or run.get("load_end") is not None:
+        parts.append(f"{fmt(run.get('load_start'))} → {fmt(run.get('load_end'))}")
+    if run.get("own_load") is not None:
+        parts.append(f"({fmt(run['own_load'])})")
+    return " ".join(parts) or "—"
+
+
 def render_markdown(report: Mapping[str, Any]) -> str:
     """The report as Markdown: header, machine, one table of runs, one table per section."""
     machine = report["machine"]
@@ -1220,7 +1232,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         "",
         "## Runs",
         "",
-        "| benchmark | status | exit | wall s | timeout s | load (own) | command | note |",
+        "| benchmark | status | exit | wall s | timeout s | load 1 min: start → end (own) | command | note |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for run in report["runs"]:
@@ -1242,7 +1254,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         command = " ".join(run.get("command") or []) or "—"
         lines.append(
             f"| {run['name']} | {status} | {fmt(run.get('exit_code'))} | {fmt(run.get('wall_s'))} | "
-            f"{fmt(run.get('timeout_s'))} | {fmt(run.get('own_load'))} | `{_cell(command)}` | {note} |"
+            f"{fmt(run.get('timeout_s'))} | {_loads(run)} | `{_cell(command)}` | {note} |"
         )
     for section, rows in sort_rows([Row(**r) for r in report["rows"]]).items():
         lines += [

@@ -248,6 +248,7 @@ def run_one(
     results = results_dir / bench.results_file
     logs_dir.mkdir(parents=True, exist_ok=True)
     record.started_at = datetime.now(UTC).isoformat(timespec="seconds")
+    record.load_start = _load1()
     started_ns = time.time_ns()
     started = time.perf_counter()
     tail: deque[str] = deque(maxlen=STDERR_TAIL)
@@ -288,6 +289,7 @@ def run_one(
             for pump in pumps:
                 pump.join()
     record.wall_s = round(time.perf_counter() - started, 2)
+    record.load_end = _load1()
     record.exit_code = process.returncode
     record.stderr_tail = list(tail)
     fresh = results.is_file() and results.stat().st_mtime_ns >= started_ns
@@ -341,6 +343,12 @@ def previous_report(results_dir: Path) -> dict[str, Any]:
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def _load1() -> float | None:
+    """The 1-minute load average now."""
+    loads = load_average()
+    return loads[0] if loads else None
 
 
 def _shown(path: Path) -> str:

@@ -476,6 +476,7 @@ def test_the_runner_records_success_failure_silence_and_timeouts(run_all: Module
     assert good.status == "ok" and good.exit_code == 0 and good.quick
     assert json.loads((results / "good.json").read_text())["argv"] == ["DATA", "--tiny", "--x", "1"]
     assert good.results_sha256 is not None and good.timeout_s == 30
+    assert good.load_start is not None and good.load_end is not None  # Linux has load averages
 
     broken = run_all.run_one(bench("broken", takes_data_dir=False), quick=False, **common)
     assert broken.status == "failed" and broken.exit_code == 3
