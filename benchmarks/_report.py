@@ -1201,6 +1201,20 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         "Ratios are always ours / peer, both measured in the same run; ↑ means higher is better, ↓ lower.",
         "Targets come from the issues (#N); *met* is computed from the figures.",
         "",
+    ]
+    rows_all = [Row(**r) for r in report["rows"]]
+    misses = [r for r in rows_all if r.met is False]
+    broken = [r for r in rows_all if r.failed]
+    if misses or broken:
+        lines += ["**Needs attention**", ""]
+        lines += [
+            f"- ❌ {r.metric}: {fmt(r.ours)}{' ' + r.unit if r.unit else ''}"
+            f"{f' vs {r.peer_name} {fmt(r.peer)}' if r.peer_name else ''} — target {r.target}"
+            for r in misses
+        ]
+        lines += [f"- 🔴 {r.benchmark}: {r.note.split('; logs:')[0]}" for r in broken]
+        lines.append("")
+    lines += [
         "## Machine",
         "",
         "| | |",
@@ -1256,7 +1270,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
             f"| {run['name']} | {status} | {fmt(run.get('exit_code'))} | {fmt(run.get('wall_s'))} | "
             f"{fmt(run.get('timeout_s'))} | {_loads(run)} | `{_cell(command)}` | {note} |"
         )
-    for section, rows in sort_rows([Row(**r) for r in report["rows"]]).items():
+    for section, rows in sort_rows(rows_all).items():
         lines += [
             "",
             f"## {section}",

@@ -443,8 +443,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             runs.append(record)
             ran.append(record)
     if args.report_only:
-        carried_any = [r for r in runs if r.status != "not-run"]
-        if carried_any and isinstance(earlier.get("machine"), dict):
+        if any(r.status != "not-run" for r in runs) and isinstance(earlier.get("machine"), dict):
             machine = {**earlier["machine"], "rendered_on": machine}
         else:
             machine["load_average_start"] = machine["load_average_end"] = start_load
@@ -455,7 +454,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     mode: Literal["full", "quick", "report-only"] = (
         "report-only" if args.report_only else ("quick" if args.quick else "full")
     )
-    data_dir = earlier.get("data_dir") if args.report_only else args.data_dir
+    carried_runs = any(r.status != "not-run" for r in runs if r not in ran)
+    data_dir = (earlier.get("data_dir") if carried_runs else None) if args.report_only else args.data_dir
     report = build_report(mode=mode, data_dir=data_dir, machine=machine, runs=runs, results_dir=RESULTS)
     json_path, md_path = write_report(report, RESULTS)
     tally = report["tally"]
