@@ -442,8 +442,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             runs.append(record)
             ran.append(record)
+    # report-only: figures carried from an earlier run_all run were measured on that run's machine
+    carried_runs = args.report_only and any(r.status != "not-run" for r in runs)
     if args.report_only:
-        if any(r.status != "not-run" for r in runs) and isinstance(earlier.get("machine"), dict):
+        if carried_runs and isinstance(earlier.get("machine"), dict):
             machine = {**earlier["machine"], "rendered_on": machine}
         else:
             machine["load_average_start"] = machine["load_average_end"] = start_load
@@ -454,7 +456,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     mode: Literal["full", "quick", "report-only"] = (
         "report-only" if args.report_only else ("quick" if args.quick else "full")
     )
-    carried_runs = any(r.status != "not-run" for r in runs if r not in ran)
     data_dir = (earlier.get("data_dir") if carried_runs else None) if args.report_only else args.data_dir
     report = build_report(mode=mode, data_dir=data_dir, machine=machine, runs=runs, results_dir=RESULTS)
     json_path, md_path = write_report(report, RESULTS)
