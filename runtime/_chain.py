@@ -202,7 +202,9 @@ class EmbeddingChain:
 
     async def __aenter__(self) -> Self:
         async with AsyncExitStack() as stack:
-            for embedder in (*self._embedders, *self._extras):
+            # one object listed twice (a chain embedder reused as an extra) is started once
+            members = {id(e): e for e in (*self._embedders, *self._extras)}
+            for embedder in members.values():
                 if hasattr(embedder, "__aenter__") and hasattr(embedder, "__aexit__"):
                     try:
                         await stack.enter_async_context(embedder)  # type: ignore[arg-type]
@@ -229,7 +231,8 @@ class EmbeddingChain:
 
     def embedders_for(self, space: EmbeddingSpace) -> list[Embedder]:
         """The embedders of exactly ``space`` (same key and normalisation): chain order, then extras."""
-        return [e for e in (*self._embedders, *self._extras) if e.space == space]
+        found = {id(e): e for e in (*self._embedders, *self._extras) if e.space == space}
+        return list(found.values())
 
     async def select_space(self) -> EmbeddingSpace:
         """Choose the space of a new table: the first embedder, in chain order, that answers a probe.
@@ -241,7 +244,8 @@ class EmbeddingChain:
         if not self._embedders:
             raise ProviderNotConfigured(
                 "no embedder is configured; enable the bundled ONNX model or configure a server "
-                "in the [embeddings] settings",
+                "in the [embeddings] settings"
+                + (" (extra spaces are never a collection's own space)" if self._extras else ""),
                 provider="embeddings",
             )
         causes: list[ProviderError] = []

@@ -153,3 +153,21 @@ def test_an_extra_that_cannot_start_does_not_stop_the_chain() -> None:
 
     anyio.run(go)
     assert own.exited == 1 and missing.exited == 0, "only what started is closed"
+
+
+def test_one_object_in_the_chain_and_the_extras_is_started_and_closed_once() -> None:
+    shared = Managed(8, model="shared")
+
+    async def go() -> None:
+        async with EmbeddingChain([shared], extras=[shared]) as chain:
+            assert shared.entered == 1
+            assert chain.embedders_for(shared.space) == [shared], "and tried once per request"
+
+    anyio.run(go)
+    assert shared.exited == 1
+
+
+def test_an_empty_chain_with_extras_says_extras_are_never_chosen() -> None:
+    chain = EmbeddingChain([], extras=[HashEmbedder(8)])
+    with pytest.raises(ProviderNotConfigured, match="extra spaces are never a collection's own space"):
+        anyio.run(chain.select_space)
