@@ -117,6 +117,7 @@ from simone.runtime._provider import (
     Provider as Provider,
 )
 from simone.runtime._relevance import (
+    RELEVANCE_WORD_SHARE as RELEVANCE_WORD_SHARE,
     Judgement as Judgement,
     RelevanceRule as RelevanceRule,
     rule_for as rule_for,
@@ -132,6 +133,7 @@ from simone.runtime._scripts import (
 
 __all__ = (
     "Judgement",
+    "RELEVANCE_WORD_SHARE",
     "RelevanceRule",
     "rule_for",
     "main_script",

@@ -100,7 +100,9 @@ class IndexSettings(_Section):
     ``ann_nprobes``/``ann_refine_factor`` trade recall for latency (see benchmarks/index_speed.py).
     ``relevance_margin``/``relevance_band`` override the calibrated relevance rule for meaning
     (:class:`~simone.runtime.RelevanceRule`): a semantic candidate counts only when the best
-    candidate stands ``margin`` above the candidates' median and it is within ``band`` of the best.
+    candidate stands ``margin`` above the candidates' median and it is within ``band`` of the best;
+    ``relevance_word_share`` is the share of the question's terms a hybrid candidate must contain to
+    be kept by its words.
     """
 
     collection: Annotated[
@@ -123,6 +125,7 @@ class IndexSettings(_Section):
     # The relevance rule for meaning (runtime/_relevance.py): None = the model's calibrated value.
     relevance_margin: Annotated[float, Field(ge=0.0, le=2.0)] | None = None
     relevance_band: Annotated[float, Field(ge=0.0, le=2.0)] | None = None
+    relevance_word_share: Annotated[float, Field(ge=0.0, le=1.0)] | None = None
 
 
 class MemorySettings(_Section):

@@ -11,6 +11,9 @@ best candidate **stands out** from the rest:
 * with fewer than :data:`MIN_CANDIDATES` candidates the median says nothing, and the model's
   calibrated ``floor`` decides instead.
 
+In hybrid mode a candidate is also kept when it shares words with the question: at least
+:data:`RELEVANCE_WORD_SHARE` of the question's distinct analysed terms (stop words never count).
+
 The numbers differ per model (similarities of all-MiniLM-L6-v2 and of the multilingual USE live on
 different scales); :data:`CALIBRATED` holds the values measured by ``benchmarks/multilingual.py`` on
 on-topic questions (XQuAD-R) and absent-topic questions (SciFact claims against the XQuAD-R corpus).
@@ -88,6 +91,10 @@ class RelevanceRule:
         stands_out = margin >= self.margin
         return [Judgement(stands_out and s >= best - self.band, s, margin, "margin") for s in similarities]
 
+
+RELEVANCE_WORD_SHARE = 0.0
+"""In hybrid mode, the share of the question's distinct terms a candidate must contain to be kept
+by its words (``0``: any one shared term); calibrated by ``benchmarks/multilingual.py``."""
 
 CALIBRATED: Mapping[str, RelevanceRule] = {
     # benchmarks/multilingual.py, "relevance rule" table (results/multilingual.json): the setting

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from simone.providers.documents._store import Collection, Hit, build_where
 from simone.runtime import (
+    RELEVANCE_WORD_SHARE,
     Evidence,
     Exclusion,
     Judgement,
@@ -173,7 +174,16 @@ class DocumentIndexProvider:
         }
         started = time.perf_counter()
         evidence, excluded = await self._evidence(
-            collection, where, legs, judged, set(query_terms), request.limit, lexical_only=not judged
+            collection,
+            where,
+            legs,
+            judged,
+            set(query_terms),
+            request.limit,
+            lexical_only=not judged,
+            word_share=RELEVANCE_WORD_SHARE
+            if index.settings.relevance_word_share is None
+            else index.settings.relevance_word_share,
         )
         timings["fetch_ms"] = (time.perf_counter() - started) * 1000
         details: dict[str, Any] = {
@@ -226,6 +236,7 @@ class DocumentIndexProvider:
         limit: int,
         *,
         lexical_only: bool,
+        word_share: float,
     ) -> tuple[list[Evidence], list[Exclusion]]:
         """Fuse the legs, keep the relevant candidates in fused order, read their rows.
 
@@ -260,7 +271,8 @@ class DocumentIndexProvider:
                     continue  # deleted since the search ran
                 matched = sorted(query_terms.intersection(str(row.pop("terms")).split()))
                 meaning = {leg: v[chunk_id] for leg, v in judged.items() if chunk_id in v}
-                by_words = lexical_only or (bool(matched) and "lexical" in legs)
+                share = len(matched) / len(query_terms) if query_terms else 0.0
+                by_words = lexical_only or (bool(matched) and "lexical" in legs and share >= word_share)
                 by_meaning = any(v.relevant for v in meaning.values())
                 kept_by = ["lexical"] * by_words + ["meaning"] * by_meaning
                 if not kept_by:
