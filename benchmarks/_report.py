@@ -199,6 +199,7 @@ _TARGET_TEXT = re.compile(
     r"^\s*(?P<ratio>ratio|ours/peer)?\s*(?P<op><=|>=|==|<|>|=|≤|≥)\s*"
     r"(?P<value>[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*(?P<unit>[^\s(]*)"
 )
+_TARGET_PEER = re.compile(r"^\s*(?P<op><=|>=|==|<|>|=|≤|≥)\s*(?P<word>[^\W\d][\w-]*)")
 _OP_WORDS: dict[str, Op] = {
     "<": "<",
     "<=": "<=",
@@ -211,12 +212,13 @@ _OP_WORDS: dict[str, Op] = {
 }
 
 
-def parse_target(spec: Any, unit: str = "") -> Target | None:
+def parse_target(spec: Any, unit: str = "", peer_name: str = "") -> Target | None:
     """A summary's target as a :class:`Target`, when it can be checked against the row's figures.
 
     ``spec`` is either an object ``{"on": "ours"|"ratio"|"delta", "op": "<=", "value": 100}`` or text
-    such as ``"<= 100 ms"``, ``"≥ 0.95"`` or ``"ratio >= 2"`` / ``">= 2x"``; text whose unit differs from
-    the row's (``"<= 6 GB"`` on a row in MB) is not checked — None.
+    such as ``"<= 100 ms"``, ``"≥ 0.95"``, ``"ratio >= 2"`` / ``">= 2x"``, or ``">= peer"`` / ``">= bm25s"``
+    (a word of the peer's name: ours/peer compared with 1). Text whose unit differs from the row's
+    (``"<= 6 GB"`` on a row in MB), or that names nothing on the row, is not checked — None.
     """
     if isinstance(spec, Mapping):
         on, op, value = spec.get("on", "ours"), _OP_WORDS.get(str(spec.get("op"))), _number(spec.get("value"))
@@ -225,7 +227,13 @@ def parse_target(spec: Any, unit: str = "") -> Target | None:
         return Target(on, op, value, str(spec.get("label") or ""))
     match = _TARGET_TEXT.match(str(spec or ""))
     if match is None:
-        return None
+        named = _TARGET_PEER.match(str(spec or ""))
+        if named is None:
+            return None
+        word = named["word"].lower()
+        if word != "peer" and word not in re.findall(r"[\w-]+", peer_name.lower()):
+            return None
+        return Target("ratio", _OP_WORDS[named["op"]], 1.0)
     word = match["unit"].rstrip(".,;")
     is_ratio = bool(match["ratio"]) or word == "x"
     if not is_ratio and word and word.lower() != unit.lower():
@@ -244,15 +252,21 @@ def summary_rows(benchmark: str, section: str, summary: Sequence[Any]) -> list[R
         if not isinstance(item, Mapping) or "metric" not in item:
             raise ValueError(f"summary[{index}] is not an object with a 'metric' key")
         ours, peer = _number(item.get("ours")), _number(item.get("peer"))
-        ratio = _number(item.get("ratio"))
-        if ratio is None and ours is not None and peer:
-            ratio = ours / peer
+        given_ratio = _number(item.get("ratio"))
+        ratio = ours / peer if ours is not None and peer else given_ratio
+        note = str(item.get("note") or "")
+        if (
+            given_ratio is not None
+            and ratio is not None
+            and not math.isclose(ratio, given_ratio, rel_tol=0.02)
+        ):
+            note = "; ".join(x for x in (note, f"the benchmark's own ratio: {fmt(given_ratio)}") if x)
         unit = str(item.get("unit") or "")
+        peer_name = str(item.get("peer_name") or "")
         given = item.get("met")
         met = given if isinstance(given, bool) else None
-        note = str(item.get("note") or "")
         spec = item.get("target")
-        target = parse_target(spec, unit)
+        target = parse_target(spec, unit, peer_name)
         computed = target.check(ours, peer, ratio) if target else None
         if computed is not None:
             if met is not None and met != computed:
@@ -270,7 +284,7 @@ def summary_rows(benchmark: str, section: str, summary: Sequence[Any]) -> list[R
                 metric=str(item["metric"]),
                 ours=ours,
                 unit=unit,
-                peer_name=str(item.get("peer_name") or ""),
+                peer_name=peer_name,
                 peer=peer,
                 ratio=ratio,
                 target=str(spec or ""),
