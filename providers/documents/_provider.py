@@ -44,6 +44,10 @@ if TYPE_CHECKING:
     from simone.providers.documents._index import DocumentIndex
 
 
+MAX_PAGES = 2
+"""Row reads per search after fusion (each of ``2 × limit`` candidates, at least 10)."""
+
+
 class DocumentIndexProvider:
     """A :class:`~simone.runtime.Provider` over a :class:`DocumentIndex`.
 
@@ -260,8 +264,12 @@ class DocumentIndexProvider:
         out: list[Evidence] = []
         dropped: list[Exclusion] = []
         position = 0
-        page = max(2 * limit, 10)
-        while len(out) < limit and position < len(order):
+        page = limit if lexical_only else max(2 * limit, 10)  # nothing is dropped lexically
+        # At most MAX_PAGES reads: when the best 4 × limit fused candidates hold too few relevant
+        # ones, the rest (ranked lower by every leg) are not read — they count as beyond the limit.
+        for _ in range(MAX_PAGES):
+            if len(out) >= limit or position >= len(order):
+                break
             window = order[position : position + page]
             position += len(window)
             rows = await collection.fetch([chunk_id for chunk_id, _ in window], where)
