@@ -125,8 +125,13 @@ def print_summary(report: IndexReport, console: Console) -> None:
         ("pending chunks embedded", report.pending_filled),
         ("chunks still pending", report.pending_left),
     ]
+    for space, tally in report.extra_spaces.items():
+        rows += [
+            (f"{space}: chunks embedded now", tally["embedded"]),
+            (f"{space}: chunks still pending", tally["pending_left"]),
+        ]
     for label, value in rows:
-        table.add_row(label, f"{value:,}")
+        table.add_row(escape(label), f"{value:,}")
     table.add_row("seconds", f"{report.elapsed_s:.2f}")
     console.print(table)
     for skipped in report.skipped[:SKIPPED_SHOWN]:
