@@ -22,7 +22,8 @@ Options:
     --only / --skip   run only these benchmarks / all but these; the others keep their existing
                       results JSON and are shown as not run by this command.
     --args            extra arguments for one benchmark, e.g. ``--args index_speed="--docs 500"``.
-    --report-only     run nothing: re-render the report from the results JSON already there.
+    --report-only     run nothing: re-render the report from the results JSON already there
+                      (``--results-dir DIR`` reads them from, and writes the report to, another folder).
     --list            print the benchmarks with their arguments and timeouts, and exit.
 
 A benchmark script added to benchmarks/ is picked up without registration (its quick flag is
@@ -376,6 +377,12 @@ def parse_args(argv: Sequence[str] | None, names: Sequence[str]) -> argparse.Nam
     )
     parser.add_argument("--timeout-factor", type=float, default=1.0, help="multiply every timeout")
     parser.add_argument("--report-only", action="store_true", help="re-render from the existing results")
+    parser.add_argument(
+        "--results-dir",
+        type=Path,
+        default=RESULTS,
+        help="with --report-only: read the results JSON from this folder and write the report there",
+    )
     parser.add_argument("--list", action="store_true", help="print the benchmarks and exit")
     parser.add_argument("--quiet", action="store_true", help="do not echo the benchmarks' output")
     args = parser.parse_args(argv)
@@ -386,6 +393,8 @@ def parse_args(argv: Sequence[str] | None, names: Sequence[str]) -> argparse.Nam
             parser.error(f"--args takes NAME=ARGS with NAME one of {', '.join(names)}; got {item!r}")
         extra.setdefault(name, []).extend(shlex.split(value))
     args.extra = extra
+    if args.results_dir != RESULTS and not args.report_only:
+        parser.error("--results-dir goes with --report-only (the benchmarks write to benchmarks/results/)")
     if args.timeout_factor <= 0:
         parser.error("--timeout-factor must be positive")
     return args
@@ -406,7 +415,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         return 0
     selected = [b for b in benchmarks if (not args.only or b.name in args.only) and b.name not in args.skip]
-    earlier = previous_report(RESULTS)
+    results: Path = args.results_dir
+    earlier = previous_report(results)
     previous = {
         r["name"]: RunRecord.from_dict(r)
         for r in earlier.get("runs", [])
@@ -427,11 +437,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ran: list[RunRecord] = []
     for bench in benchmarks:
         if args.report_only:
-            runs.append(carried(bench, previous, "not run (--report-only)", RESULTS))
+            runs.append(carried(bench, previous, "not run (--report-only)", results))
         elif bench not in selected:
-            runs.append(carried(bench, previous, "not selected (--only/--skip)", RESULTS))
+            runs.append(carried(bench, previous, "not selected (--only/--skip)", results))
         elif args.quick and bench.quick is None:
-            runs.append(carried(bench, previous, "not run: it has no quick subset flags", RESULTS))
+            runs.append(carried(bench, previous, "not run: it has no quick subset flags", results))
         else:
             print(f"\n=== {bench.name} ({'quick' if args.quick else 'full'}) ===", flush=True)
             record = run_one(
@@ -441,7 +451,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 extra=args.extra.get(bench.name, ()),
                 timeout_factor=args.timeout_factor,
                 echo=not args.quiet,
-                results_dir=RESULTS,
+                results_dir=results,
             )
             print(
                 f"=== {bench.name}: {record.status}, exit {record.exit_code}, {record.wall_s} s ===",
@@ -464,8 +474,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "report-only" if args.report_only else ("quick" if args.quick else "full")
     )
     data_dir = (earlier.get("data_dir") if carried_runs else None) if args.report_only else args.data_dir
-    report = build_report(mode=mode, data_dir=data_dir, machine=machine, runs=runs, results_dir=RESULTS)
-    json_path, md_path = write_report(report, RESULTS)
+    report = build_report(mode=mode, data_dir=data_dir, machine=machine, runs=runs, results_dir=results)
+    json_path, md_path = write_report(report, results)
     tally = report["tally"]
     print(
         f"\ntargets: {tally['met']} met, {tally['not_met']} not met, {tally['not_measured']} not measured"

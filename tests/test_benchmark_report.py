@@ -501,16 +501,14 @@ def test_the_runner_records_success_failure_silence_and_timeouts(run_all: Module
 
 
 def test_report_only_rerenders_and_carries_unchanged_runs(
-    report: ModuleType, run_all: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    report: ModuleType, run_all: ModuleType, tmp_path: Path
 ) -> None:
     runs = write_results(report, tmp_path, {"router_overhead": FIXTURES["router_overhead"]})
     runs[0].started_at = "2026-01-01T00:00:00+00:00"
     write_results(report, tmp_path, {"end_to_end": FIXTURES["end_to_end"]})
     previous = {"runs": [runs[0].as_dict()], "machine": {"cpu_model": "earlier", "date": "2026-01-01"}}
     (tmp_path / "report.json").write_text(json.dumps(previous), encoding="utf-8")
-    monkeypatch.setattr(run_all, "RESULTS", tmp_path)
-
-    assert run_all.main(["--report-only"]) == 0
+    assert run_all.main(["--report-only", "--results-dir", str(tmp_path)]) == 0
     built = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
     assert built["mode"] == "report-only"
     records = {r["name"]: r for r in built["runs"]}
@@ -526,7 +524,7 @@ def test_report_only_rerenders_and_carries_unchanged_runs(
 
     # the file changed since: it is no longer the run_all run's figures
     (tmp_path / "router_overhead.json").write_text(json.dumps(FIXTURES["router_overhead"]) + " ")
-    assert run_all.main(["--report-only"]) == 0
+    assert run_all.main(["--report-only", "--results-dir", str(tmp_path)]) == 0
     again = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
     assert {r["name"]: r["status"] for r in again["runs"]}["router_overhead"] == "not-run"
 
@@ -539,3 +537,6 @@ def test_bad_arguments_are_refused(run_all: ModuleType, capsys: pytest.CaptureFi
         run_all.main(["--args", "index_speed", "--report-only"])
     assert "NAME=ARGS" in capsys.readouterr().err
     assert run_all.main(["/no/such/data/dir", "--only", "router_overhead"]) == 2
+    with pytest.raises(SystemExit):
+        run_all.main(["--results-dir", "/tmp", "--only", "router_overhead"])
+    assert "--results-dir goes with --report-only" in capsys.readouterr().err
