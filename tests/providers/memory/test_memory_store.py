@@ -457,7 +457,7 @@ async def test_fast_search_path_equals_full_query(
             SearchQuery(text="sync prep", status=["pending"], limit=3),
         ]
         fast = [await store.search_records(alice, query) for query in queries]
-        monkeypatch.setattr("simone.providers.memory._sqlite._MAX_WINDOW", 0)
+        monkeypatch.setattr("simone.providers.memory._search._MAX_WINDOW", 0)
         full = [await store.search_records(alice, query) for query in queries]
     assert fast == full
     assert len(fast[1]) == 100 and all(hit.record.deleted_at is None for hit in fast[1])

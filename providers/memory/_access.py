@@ -1,0 +1,176 @@
+"""Record and turn rows inside a transaction: the shared steps of every operation.
+
+Insert and save a record (keeping its full-text terms and its vectors in step), fetch one visible to the
+context (refusing deleted or other-kind records for edits), apply changes (revision and update time move
+only when something changed), check checklist trees against the limits, build the list and search
+filters, and insert a turn.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from simone.providers.memory import _records as trees
+from simone.providers.memory._connection import StoreCore
+from simone.providers.memory._models import STATUSES, MemoryRecord, RecordKind
+from simone.providers.memory._records import index_text
+from simone.providers.memory._rows import (
+    RECORD_COLUMNS,
+    SELECT_RECORD,
+    TURN_COLUMNS,
+    record_from_row,
+    record_values,
+    to_us,
+)
+from simone.providers.memory._scope import scope_signature, scope_sql, scope_values
+from simone.runtime import InvalidRequest, NotFound, TrustedContext
+
+
+class RecordAccess(StoreCore):
+    """The row-level steps the record, session and transfer operations share."""
+
+    def _insert(self, db: sqlite3.Connection, record: MemoryRecord) -> None:
+        title, body = self._fts(db, record)
+        columns = (*RECORD_COLUMNS, "fts_title", "fts_body")
+        marks = ", ".join("?" for _ in columns)
+        db.execute(
+            f"INSERT INTO records ({', '.join(columns)}) VALUES ({marks})",
+            (*record_values(record), title, body),
+        )
+
+    def _save(self, db: sqlite3.Connection, rowid: int, old: MemoryRecord, new: MemoryRecord) -> None:
+        columns: tuple[str, ...] = RECORD_COLUMNS
+        values: tuple[Any, ...] = record_values(new)
+        if index_text(old) != index_text(new):
+            columns = (*columns, "fts_title", "fts_body")
+            values = (*values, *self._fts(db, new))
+            db.execute("DELETE FROM record_vectors WHERE record_rowid = ?", (rowid,))  # stale now
+        assignments = ", ".join(f"{column} = ?" for column in columns)
+        db.execute(f"UPDATE records SET {assignments} WHERE rowid = ?", (*values, rowid))
+
+    def _fetch(
+        self, db: sqlite3.Connection, context: TrustedContext, record_id: str, *, include_deleted: bool
+    ) -> tuple[int, MemoryRecord]:
+        condition, params = scope_sql(context, "r")
+        row = db.execute(
+            f"SELECT {SELECT_RECORD} FROM records r WHERE r.id = ? AND {condition}", (record_id, *params)
+        ).fetchone()
+        if row is None:
+            raise NotFound(
+                f"no memory record {record_id!r} in this scope; list or search memory to find the ids "
+                "you can use"
+            )
+        record = record_from_row(row)
+        if record.deleted_at is not None and not include_deleted:
+            raise NotFound(
+                f"memory record {record_id!r} was deleted at {record.deleted_at.isoformat()}; restore it "
+                "first to read or change it"
+            )
+        return int(row["rowid"]), record
+
+    def _editable(
+        self, db: sqlite3.Connection, context: TrustedContext, record_id: str, kind: RecordKind | None = None
+    ) -> tuple[int, MemoryRecord]:
+        rowid, record = self._fetch(db, context, record_id, include_deleted=True)
+        if record.deleted_at is not None:
+            raise InvalidRequest(
+                f"memory record {record_id!r} was deleted at {record.deleted_at.isoformat()}; restore it "
+                "before changing it, or create a new one"
+            )
+        if kind is not None and record.kind is not kind:
+            raise InvalidRequest(
+                f"memory record {record_id!r} is a {record.kind.value}, not a {kind.value}; use the "
+                f"{record.kind.value} operations for it"
+            )
+        return rowid, record
+
+    def _changed(self, old: MemoryRecord, fields: dict[str, Any], now: datetime) -> MemoryRecord:
+        """The record with ``fields`` applied; revision and update time move only if something changed."""
+        merged = {**old.model_dump(), **fields}
+        new = MemoryRecord.model_validate(merged)
+        if new == old:
+            return old
+        return MemoryRecord.model_validate({**merged, "updated_at": now, "revision": old.revision + 1})
+
+    def _check_tree(self, nodes: list[trees.Node], where: str) -> None:
+        depth = trees.tree_height(nodes)
+        if depth > self._settings.checklist_max_depth:
+            raise InvalidRequest(
+                f"checklist {where!r} would nest {depth} levels deep; the limit is "
+                f"{self._settings.checklist_max_depth} (memory.checklist_max_depth). Flatten it."
+            )
+        total = trees.count(nodes)
+        if total > self._settings.max_checklist_items:
+            raise InvalidRequest(
+                f"checklist {where!r} would hold {total} items; the limit is "
+                f"{self._settings.max_checklist_items} (memory.max_checklist_items). Split it."
+            )
+
+    def _filters(
+        self,
+        context: TrustedContext,
+        *,
+        kinds: Sequence[RecordKind] | None,
+        status: Sequence[str] | None,
+        tags: Sequence[str] | None,
+        include_deleted: bool,
+        include_inactive_facts: bool,
+        now: datetime,
+    ) -> tuple[str, list[Any]]:
+        condition, scope_params = scope_sql(context, "r")
+        parts = [condition]
+        params: list[Any] = list(scope_params)
+        if not include_deleted:
+            parts.append("r.deleted_us IS NULL")
+        if kinds:
+            parts.append(f"r.kind IN ({', '.join('?' for _ in kinds)})")
+            params.extend(kind.value for kind in kinds)
+        if status:
+            known = {member.value for vocabulary in STATUSES.values() for member in vocabulary}
+            unknown = sorted(set(status) - known)
+            if unknown:
+                raise InvalidRequest(f"unknown status {unknown}; use one of {', '.join(sorted(known))}")
+            parts.append(f"r.status IN ({', '.join('?' for _ in status)})")
+            params.extend(status)
+        for tag in tags or ():
+            parts.append("EXISTS (SELECT 1 FROM json_each(r.tags) WHERE json_each.value = ?)")
+            params.append(tag)
+        if not include_inactive_facts:
+            parts.append(
+                "(r.kind != 'fact' OR (r.status = 'active' AND r.valid_from_us <= ? "
+                "AND (r.valid_until_us IS NULL OR r.valid_until_us > ?)))"
+            )
+            params.extend([to_us(now), to_us(now)])
+        return " AND ".join(parts), params
+
+    def _insert_turn(
+        self,
+        db: sqlite3.Connection,
+        *,
+        turn_id: str,
+        scope: dict[str, str],
+        role: str,
+        seq: int,
+        through_seq: int | None,
+        content: str,
+        created: datetime,
+    ) -> None:
+        columns = (*TURN_COLUMNS, "fts_body")
+        signature = scope_signature(scope)
+        db.execute(
+            f"INSERT INTO turns ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})",
+            (
+                turn_id,
+                *scope_values(scope),
+                scope_signature(scope),
+                role,
+                seq,
+                through_seq,
+                content,
+                to_us(created),
+                self._terms(content, self._scope_number(db, signature)),
+            ),
+        )

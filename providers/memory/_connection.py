@@ -1,0 +1,271 @@
+"""The connection under :class:`SQLiteMemoryStore`, and the plumbing every part of it shares.
+
+One connection per store, used by one worker thread at a time (an anyio ``CapacityLimiter`` of one, and a
+lock for the synchronous paths), WAL journal, ``synchronous=NORMAL``, a busy timeout, and every operation
+in its own ``BEGIN IMMEDIATE`` transaction. SQLite errors are translated here, once, into
+:class:`~simone.runtime.ProviderUnavailable` (retryable when the file stayed locked).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from functools import partial
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self, TypeVar
+
+import anyio
+from simone.providers.memory._cache import SearchCache, prune_changes
+from simone.providers.memory._clock import Clock, IdGenerator, random_ids, system_clock
+from simone.providers.memory._models import MemoryRecord
+from simone.providers.memory._records import index_text
+from simone.providers.memory._rows import SELECT_RECORD, record_from_row, to_us
+from simone.providers.memory._schema import migrate
+from simone.providers.memory._scope import scope_signature, visible_signatures
+from simone.providers.memory._terms import (
+    TermAnalyzer,
+    analyzer_fingerprint,
+    default_term_analyzer,
+    fts_document,
+)
+from simone.runtime import ConfigError, InvalidRequest, MemorySettings, ProviderUnavailable, TrustedContext
+
+T = TypeVar("T")
+
+
+class StoreCore:
+    """State, life cycle and transactions of the memory database (see :class:`SQLiteMemoryStore`)."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        settings: MemorySettings | None = None,
+        analyzer: TermAnalyzer | None = None,
+        clock: Clock | None = None,
+        ids: IdGenerator | None = None,
+        limiter: anyio.CapacityLimiter | None = None,
+        purge_on_open: bool = True,
+        analyzer_key: str = "",
+    ) -> None:
+        if str(path) in ("", ":memory:"):
+            raise ConfigError("memory needs a file path (several connections must see one database)")
+        self._path = Path(path).expanduser()
+        self._settings = settings or MemorySettings()
+        self._analyzer = analyzer
+        self._clock: Clock = clock or system_clock
+        self._ids: IdGenerator = ids or random_ids
+        self._limiter = limiter or anyio.CapacityLimiter(1)
+        self._purge_on_open = purge_on_open
+        self._analyzer_key = analyzer_key
+        self._db: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+        self._cache = SearchCache(self._settings.search_cache_postings)
+
+    # -- life cycle ------------------------------------------------------------------------------------
+
+    async def open(self) -> None:
+        """Open (create, migrate, re-index if needed) the database."""
+        if self._db is not None:
+            return
+        await anyio.to_thread.run_sync(self._open_sync, limiter=self._limiter)
+
+    async def close(self) -> None:
+        """Close the connection (idempotent)."""
+        await anyio.to_thread.run_sync(self._close_sync, limiter=self._limiter)
+
+    async def __aenter__(self) -> Self:
+        await self.open()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    def _open_sync(self) -> None:
+        with self._lock:
+            try:
+                self._path.parent.mkdir(parents=True, exist_ok=True)
+                db = sqlite3.connect(
+                    self._path,
+                    isolation_level=None,
+                    check_same_thread=False,
+                    timeout=self._settings.busy_timeout_s,
+                )
+            except (OSError, sqlite3.Error) as exc:
+                raise ProviderUnavailable(
+                    f"cannot open the memory database {self._path}: {exc}; check that the folder is "
+                    "writable or set memory.path",
+                    provider="memory",
+                ) from exc
+            db.row_factory = sqlite3.Row
+            try:
+                db.execute(f"PRAGMA busy_timeout = {int(self._settings.busy_timeout_s * 1000)}")
+                db.execute("PRAGMA journal_mode = WAL")
+                db.execute("PRAGMA synchronous = NORMAL")
+                # a larger page cache and memory-mapped reads keep rank-then-fetch lookups off the syscalls
+                db.execute("PRAGMA cache_size = -65536")
+                db.execute("PRAGMA mmap_size = 268435456")
+                if self._analyzer is None:
+                    self._analyzer = default_term_analyzer()
+                fingerprint = analyzer_fingerprint(self._analyzer, self._analyzer_key)
+                self._db = db
+                self._write(lambda c: self._prepare(c, fingerprint))
+            except Exception as exc:
+                self._db = None
+                db.close()
+                if isinstance(exc, sqlite3.Error):
+                    raise self._translate(exc) from exc
+                raise
+        if self._purge_on_open:
+            self._guarded(self._purge_sync)
+
+    def _prepare(self, db: sqlite3.Connection, fingerprint: str) -> None:
+        migrate(db, str(self._path))
+        row = db.execute("SELECT value FROM meta WHERE key = 'analyzer'").fetchone()
+        if row is None or row[0] != fingerprint:
+            if row is not None:
+                self._reindex(db)
+            db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('analyzer', ?)", (fingerprint,))
+
+    def _reindex(self, db: sqlite3.Connection) -> None:
+        """Re-analyse every record and turn (the analysis changed since they were written)."""
+        for row in db.execute(f"SELECT {SELECT_RECORD} FROM records r").fetchall():
+            title, body = self._fts(db, record_from_row(row))
+            db.execute(
+                "UPDATE records SET fts_title = ?, fts_body = ? WHERE rowid = ?", (title, body, row["rowid"])
+            )
+        for rowid, content, signature in db.execute("SELECT rowid, content, scope_sig FROM turns").fetchall():
+            terms = self._terms(content, self._scope_number(db, signature))
+            db.execute("UPDATE turns SET fts_body = ? WHERE rowid = ?", (terms, rowid))
+
+    def _close_sync(self) -> None:
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+            self._cache.clear()
+
+    # -- plumbing --------------------------------------------------------------------------------------
+
+    async def _run(self, function: Callable[..., T], *args: Any) -> T:
+        return await anyio.to_thread.run_sync(partial(self._guarded, function, *args), limiter=self._limiter)
+
+    def _guarded(self, function: Callable[..., T], *args: Any) -> T:
+        with self._lock:
+            if self._db is None:
+                raise ConfigError(
+                    "the memory store is not open; use `async with store:` or await store.open()"
+                )
+            try:
+                return function(*args)
+            except sqlite3.Error as exc:
+                raise self._translate(exc) from exc
+
+    def _translate(self, exc: sqlite3.Error) -> ProviderUnavailable:
+        text = str(exc)
+        if isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text):
+            return ProviderUnavailable(
+                f"the memory database {self._path} stayed locked by another process for more than "
+                f"{self._settings.busy_timeout_s:g} s; try again, or raise memory.busy_timeout_s",
+                provider="memory",
+                retryable=True,
+            )
+        return ProviderUnavailable(
+            f"the memory database {self._path} failed: {text}; check the file (disk full? damaged?) "
+            "or restore it from `simone memory export` output",
+            provider="memory",
+        )
+
+    def _write(self, function: Callable[[sqlite3.Connection], T]) -> T:
+        db = self._db
+        assert db is not None
+        db.execute("BEGIN IMMEDIATE")
+        committed = False
+        try:
+            result = function(db)
+            db.execute("COMMIT")
+            committed = True
+            return result
+        finally:
+            if not committed and db.in_transaction:
+                db.execute("ROLLBACK")
+
+    def _read(self) -> sqlite3.Connection:
+        assert self._db is not None
+        return self._db
+
+    def _now(self) -> datetime:
+        now = self._clock()
+        if now.tzinfo is None:
+            raise ConfigError("the memory clock must return timezone-aware datetimes")
+        return now.astimezone(UTC)
+
+    def _terms(self, text: str, scope_number: int) -> str:
+        assert self._analyzer is not None
+        return fts_document(self._analyzer.terms(text), scope_number)
+
+    def _fts(self, db: sqlite3.Connection, record: MemoryRecord) -> tuple[str, str]:
+        title, body = index_text(record)
+        number = self._scope_number(db, scope_signature(record.scope))
+        return self._terms(title, number), self._terms(body, number)
+
+    @staticmethod
+    def _scope_number(db: sqlite3.Connection, signature: str) -> int:
+        """The number of a scope signature (created inside the caller's write transaction)."""
+        row = db.execute("SELECT n FROM scopes WHERE sig = ?", (signature,)).fetchone()
+        if row is not None:
+            return int(row[0])
+        cursor = db.execute("INSERT INTO scopes (sig) VALUES (?)", (signature,))
+        assert cursor.lastrowid is not None
+        return int(cursor.lastrowid)
+
+    @staticmethod
+    def _visible_numbers(db: sqlite3.Connection, context: TrustedContext) -> list[int]:
+        """The numbers of the scopes that exist and are visible to ``context``."""
+        signatures = visible_signatures(context)
+        marks = ", ".join("?" for _ in signatures)
+        rows = db.execute(f"SELECT n FROM scopes WHERE sig IN ({marks}) ORDER BY n", signatures)
+        return [int(row[0]) for row in rows.fetchall()]
+
+    @staticmethod
+    def _visible_scopes(db: sqlite3.Connection, context: TrustedContext) -> list[tuple[int, str, int]]:
+        """``(number, signature, epoch)`` of the scopes that exist and are visible to ``context``."""
+        signatures = visible_signatures(context)
+        marks = ", ".join("?" for _ in signatures)
+        rows = db.execute(f"SELECT n, sig, epoch FROM scopes WHERE sig IN ({marks}) ORDER BY n", signatures)
+        return [(int(n), str(sig), int(epoch)) for n, sig, epoch in rows.fetchall()]
+
+    # -- checks and retention --------------------------------------------------------------------------
+
+    def _check_body(self, text: str, what: str) -> None:
+        limit = self._settings.max_body_chars
+        if len(text) > limit:
+            raise InvalidRequest(
+                f"the {what} has {len(text):,} characters; memory keeps at most {limit:,} "
+                "(memory.max_body_chars). Store a summary and keep the full text in a document instead."
+            )
+
+    def _check_limit(self, limit: int) -> None:
+        if limit > self._settings.max_query_limit:
+            raise InvalidRequest(
+                f"limit {limit} is above memory.max_query_limit ({self._settings.max_query_limit}); "
+                "ask for fewer records or page with offset"
+            )
+
+    def _purge_sync(self) -> int:
+        """Hard-delete records soft-deleted before the retention period (on open, and on demand)."""
+        cutoff = self._now() - timedelta(days=self._settings.soft_delete_retention_days)
+
+        def transaction(db: sqlite3.Connection) -> int:
+            cursor = db.execute(
+                "DELETE FROM records WHERE deleted_us IS NOT NULL AND deleted_us <= ?", (to_us(cutoff),)
+            )
+            prune_changes(db)
+            return cursor.rowcount
+
+        return self._write(transaction)

@@ -1,0 +1,53 @@
+"""Deleting and keeping records: soft delete, restore, hard delete and purge.
+
+Soft-deleted records are hard-deleted once ``memory.soft_delete_retention_days`` have passed (on open,
+and by :meth:`purge_deleted`).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from simone.providers.memory._access import RecordAccess
+from simone.providers.memory._models import MemoryRecord
+from simone.runtime import TrustedContext
+
+
+class RecordRetention(RecordAccess):
+    """Soft delete, restore, hard delete and purge."""
+
+    async def delete(self, context: TrustedContext, record_id: str) -> MemoryRecord:
+        """Soft-delete a record (idempotent); it is hard-deleted after the retention period."""
+        return await self._run(self._set_deleted, context, record_id, True)
+
+    async def restore(self, context: TrustedContext, record_id: str) -> MemoryRecord:
+        """Undo a soft delete (idempotent)."""
+        return await self._run(self._set_deleted, context, record_id, False)
+
+    def _set_deleted(self, context: TrustedContext, record_id: str, deleted: bool) -> MemoryRecord:
+        now = self._now()
+
+        def transaction(db: sqlite3.Connection) -> MemoryRecord:
+            rowid, old = self._fetch(db, context, record_id, include_deleted=True)
+            if (old.deleted_at is not None) == deleted:
+                return old
+            new = self._changed(old, {"deleted_at": now if deleted else None}, now)
+            self._save(db, rowid, old, new)
+            return new
+
+        return self._write(transaction)
+
+    async def hard_delete(self, context: TrustedContext, record_id: str) -> None:
+        """Delete a visible record for good (soft-deleted or not)."""
+        await self._run(self._hard_delete_sync, context, record_id)
+
+    def _hard_delete_sync(self, context: TrustedContext, record_id: str) -> None:
+        def transaction(db: sqlite3.Connection) -> None:
+            rowid, _ = self._fetch(db, context, record_id, include_deleted=True)
+            db.execute("DELETE FROM records WHERE rowid = ?", (rowid,))
+
+        self._write(transaction)
+
+    async def purge_deleted(self) -> int:
+        """Hard-delete records soft-deleted more than ``soft_delete_retention_days`` ago."""
+        return await self._run(self._purge_sync)
