@@ -11,10 +11,28 @@ The pipeline, applied to documents and queries alike by :meth:`Analyzer.terms`:
    が stays が); Arabic diacritics and tatweel dropped; digits of any script made ASCII and numbers
    normalised (``20,00`` → ``20``, ``1.234,50`` → ``1234.5`` and ``1234``); stop words of 12
    languages and the project's ignore list dropped.
-4. Terms per kept word: the word; a 5-letter prefix for alphabetic words of 5+ letters (``prazos``
-   meets ``prazo``); character bigrams for Chinese, Japanese and Korean words (``免許証`` meets ``免許``,
-   ``갱신은`` meets ``갱신``) and a Korean word without its particle (``운영시간은`` → ``운영시간``); the
-   id of every synonym group a word or phrase belongs to (``preço``, ``cost``, ``料金`` → ``price``).
+4. Is the text English? The stop words it held are the evidence: each counts for the Latin-script
+   languages whose list holds it (shared words split their vote), a word written with a non-English
+   Latin letter (``ã``, ``ü``, ``ı``…) counts against English. English needs votes of its own and wins
+   ties; a text without evidence (``BRCA1 mutations``, ``prazo renovar``, a Russian text) is not taken
+   as English.
+5. Terms per kept word. A word of Latin letters (after folding) emits its Snowball English stem
+   (``activation`` → ``activ``; see :data:`STEM_LANGUAGE`); in a text that is not English it also emits
+   itself and, from 6 letters on, its first 5 letters (a language-neutral stemmer: ``prazos`` meets
+   ``prazo``, ``Verlängerung`` meets ``verlängern``). Words of other scripts emit themselves and the
+   5-letter prefix too, in any text. Chinese, Japanese and Korean words emit character bigrams
+   (``免許証`` meets ``免許``, ``갱신은`` meets ``갱신``) and a Korean word without its particle
+   (``운영시간은`` → ``운영시간``). Every word or phrase of a synonym group emits the group's id
+   (``preço``, ``cost``, ``料金`` → ``price``).
+
+The English stem is the one term every Latin word emits in every text, so an English query still
+meets a Portuguese document (and the reverse) whichever way each was classified. The prefixes make
+matching looser, which helps languages without a stemmer here and costs English precision: on SciFact
+(``benchmarks/index_quality.py``) 5-letter prefixes instead of stems put BM25 0.02 nDCG@10 below
+LanceDB's own English-stemming FTS (``neuron`` met ``neurotransmitter``); XQuAD-R in 11 languages
+(``benchmarks/lexical_quality.py``) stays where the prefixes had it. The price: a question in another
+language no longer meets an English document through a shared 5-letter prefix (``Universität`` and
+``university``), only through words both spell alike.
 
 A term never contains whitespace, so terms joined by spaces survive any whitespace tokenizer.
 """
@@ -22,23 +40,33 @@ A term never contains whitespace, so terms joined by spaces survive any whitespa
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import operator
 import re
+import threading
 import unicodedata
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from importlib import resources
 from itertools import chain, compress
 from typing import NamedTuple
 
+import Stemmer
 from icu4py.breakers import WordBreaker
 from icu4py.locale import Locale
 from pydantic import BaseModel, ConfigDict
 from simone.runtime._config import LexicalSettings
 from simone.runtime._errors import ConfigError
 
+ANALYSIS_VERSION = 2
+"""Bumped whenever the same text can yield other terms (2: English stems); see :attr:`Analyzer.signature`."""
 PREFIX_LENGTH = 5
-"""Alphabetic words of this many letters or more also emit their first 5 letters (a cheap stemmer)."""
+"""Alphabetic words longer than this also emit their first 5 letters (a language-neutral stemmer)."""
+STEM_LANGUAGE = "english"
+"""The Snowball stemmer (PyStemmer) that reduces Latin-script words: ``activation`` → ``activ``."""
+LATIN_STOPWORD_LANGUAGES = ("en", "pt", "es", "fr", "it", "de", "nl")
+"""The Latin-script languages whose stop words vote on whether a text is English."""
 BLOCK_CHARS = 65_536
 """Text is segmented in blocks of about this many characters, so ICU's working memory stays bounded."""
 WORD_CACHE_SIZE = 1 << 17
@@ -67,6 +95,10 @@ _LETTER_FOLD = str.maketrans(
 # The diacritics folded away: generic combining marks (Latin, Greek, Cyrillic accents), Cyrillic marks,
 # and Arabic harakat, superscript alef and tatweel (as Arabic search engines do). Kana voicing marks
 # (U+3099, U+309A) and the vowel signs of Indic and Southeast Asian scripts are not among them.
+# Latin letters outside ASCII (× and ÷ are not letters): a word holding one is not written in English.
+_ACCENTED_LATIN = re.compile("[\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f\u1e00-\u1eff]")
+_ACCENT_SIGNAL = 1 << len(LATIN_STOPWORD_LANGUAGES)
+"""The signal bit of a segment written with a non-English Latin letter (lower bits: stop-word languages)."""
 _FOLD_MARKS = re.compile(
     "[\u0300-\u036f\u0483-\u0489\u064b-\u065f\u0670\u0640\u1ab0-\u1aff\u1dc0-\u1dff"
     "\u20d0-\u20ff\ufe20-\ufe2f]"
@@ -200,28 +232,82 @@ def _bigrams(word: str) -> list[str]:
 
 
 class _Word(NamedTuple):
-    """One word as analysed.
+    """One word as analysed: its terms in a text that is not English, and in an English one.
 
     A tuple of strings: the garbage collector stops tracking it, which matters with 100k in the cache.
     """
 
     word: str
     terms: tuple[str, ...]
+    english: tuple[str, ...]
     ignored: bool
     key: str  # what synonym phrases match: the word, or a Korean word without its particle
 
 
 class _Segment(NamedTuple):
-    """The cached analysis of one segment (an ICU word or a regex token): its words and their terms."""
+    """The cached analysis of one segment (an ICU word or a regex token): its words and their terms.
+
+    ``signal`` is the segment's evidence on the text's language: a bit per stop-word language of
+    :data:`LATIN_STOPWORD_LANGUAGES` whose list holds it, and :data:`_ACCENT_SIGNAL` when it is written
+    with a non-English Latin letter (0: no evidence).
+    """
 
     terms: tuple[str, ...]
+    english: tuple[str, ...]
     words: tuple[_Word, ...]
     synonym_start: bool
+    signal: int
 
 
-_EMPTY = _Segment((), (), False)
+_EMPTY = _Segment((), (), (), False, 0)
 _TERMS_OF = operator.attrgetter("terms")
+_ENGLISH_OF = operator.attrgetter("english")
+_SIGNAL_OF = operator.attrgetter("signal")
 _STARTS_SYNONYM = operator.attrgetter("synonym_start")
+_STEMMERS = threading.local()
+
+
+def _stem(word: str) -> str:
+    """The Snowball English stem of a folded word (one stemmer per thread: PyStemmer's are not shared)."""
+    stemmer: Stemmer.Stemmer | None = getattr(_STEMMERS, "english", None)
+    if stemmer is None:
+        stemmer = _STEMMERS.english = Stemmer.Stemmer(STEM_LANGUAGE, 0)
+    return str(stemmer.stemWord(word))
+
+
+def _is_latin(word: str) -> bool:
+    """A folded word of ASCII letters and digits holding a letter (what the English stemmer reduces)."""
+    return word.isascii() and word.isalnum() and not word.isdigit()
+
+
+def _is_english(signals: Iterable[tuple[int, int]]) -> bool:
+    """Whether the evidence (each signal with the number of segments that gave it) says "English".
+
+    A stop word held by ``n`` of the lists gives each of those languages ``1/n`` of a vote; a word
+    written with a non-English Latin letter is one vote against English. English needs votes of its
+    own, at least those of the strongest other language plus the accented words. A text without
+    evidence (``BRCA1 mutations``, ``prazo renovar``, Russian or Thai text) is not taken as English:
+    its Latin words keep the looser terms, which still hold the English stem.
+    """
+    votes = [0.0] * len(LATIN_STOPWORD_LANGUAGES)
+    against = 0
+    for signal, count in signals:
+        if signal & _ACCENT_SIGNAL:
+            against += count
+        members = [i for i in range(len(votes)) if signal >> i & 1]
+        for i in members:
+            votes[i] += count / len(members)
+    return votes[0] > 0 and votes[0] >= max(votes[1:]) + against
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_english_cached(signals: tuple[int, ...]) -> bool:
+    """:func:`_is_english` of a short, sorted list of signals (a query's), remembered."""
+    return _is_english(Counter(signals).items())
+
+
+_FEW_SIGNALS = 16
+"""Texts with at most this many signals (queries, titles) look their verdict up in a cache."""
 
 
 # Korean particles written onto the word they follow (longest first): 갱신은 is 갱신 + 은.
@@ -267,6 +353,25 @@ def _word_terms(word: str) -> tuple[str, ...]:
     return (word,)
 
 
+def _kept_word(part: str, key: str, stop: frozenset[str]) -> _Word:
+    """A kept (not ignored) folded word with its terms in a text that is not English, and in English.
+
+    A prefix or stem that is itself a stop word (``other`` of ``others``) would never meet anything
+    (queries drop it), so the word itself stands in for such a stem and such a prefix is left out.
+    """
+    if _is_latin(part):
+        stem = _stem(part)
+        if not stem or stem in stop:
+            stem = part
+        if len(part) > PREFIX_LENGTH and part.isalpha() and part[:PREFIX_LENGTH] not in stop:
+            generic: tuple[str, ...] = tuple(dict.fromkeys((part, part[:PREFIX_LENGTH], stem)))
+        else:
+            generic = (part, stem) if stem != part else (part,)
+        return _Word(part, generic, (stem,), False, key)
+    terms = tuple(t for t in _word_terms(part) if t == part or t not in stop)
+    return _Word(part, terms, terms, False, key)
+
+
 def _load_lines(name: str) -> list[str]:
     text = resources.files("simone.runtime.lexicon").joinpath(name).read_text(encoding="utf-8")
     return [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
@@ -279,6 +384,17 @@ def builtin_stop_words() -> frozenset[str]:
     for language in STOPWORD_LANGUAGES:
         words.update(fold(unicodedata.normalize("NFKC", w)) for w in _load_lines(f"stopwords_{language}.txt"))
     return frozenset(words)
+
+
+@functools.cache
+def _stop_word_signals() -> dict[str, int]:
+    """Each stop word of :data:`LATIN_STOPWORD_LANGUAGES`, folded, with the bits of the lists holding it."""
+    signals: dict[str, int] = {}
+    for bit, language in enumerate(LATIN_STOPWORD_LANGUAGES):
+        for line in _load_lines(f"stopwords_{language}.txt"):
+            word = fold(unicodedata.normalize("NFKC", line))
+            signals[word] = signals.get(word, 0) | 1 << bit
+    return signals
 
 
 @functools.cache
@@ -308,6 +424,8 @@ class Explanation(BaseModel):
         synonyms_applied: each synonym match and the group term it added.
         terms: every term the query emits, in order (what BM25 looks up).
         all_ignored: True when the query has words but every one was ignored, so it matches nothing.
+        english: True when the query was taken as English (its Latin-script words emit their English
+            stems only); False when it also emits each word and its 5-letter prefix.
         message: one plain sentence summing this up.
     """
 
@@ -319,6 +437,7 @@ class Explanation(BaseModel):
     synonyms_applied: tuple[SynonymUse, ...]
     terms: tuple[str, ...]
     all_ignored: bool
+    english: bool = True
     message: str
 
 
@@ -366,6 +485,7 @@ class Analyzer:
         if isinstance(ignore_words, str) or isinstance(synonyms, str):
             raise ConfigError("ignore_words and synonyms take lists of words, not one string")
         self._stop = builtin_stop_words()
+        self._signals = _stop_word_signals()
         self._ignore: frozenset[str] = frozenset()
         self._phrases: dict[str, list[tuple[tuple[str, ...], str]]] = {}
         self._longest_phrase = 1
@@ -405,7 +525,22 @@ class Analyzer:
             bucket.sort(key=lambda item: -len(item[0]))
         self._phrases = phrases
         self._longest_phrase = max((len(p) for bucket in phrases.values() for p, _t in bucket), default=1)
+        self._signature: str | None = None
         self._cache.clear()
+
+    @property
+    def signature(self) -> str:
+        """Identifies what this analyzer makes of text: :data:`ANALYSIS_VERSION` and its configuration.
+
+        Terms stored under another signature are stale: an index keeps it with its rows and re-analyses
+        them when it changes (the shipped stop words and synonyms belong to the version).
+        """
+        if self._signature is None:
+            phrases = sorted((words, term) for bucket in self._phrases.values() for words, term in bucket)
+            payload = json.dumps([ANALYSIS_VERSION, STEM_LANGUAGE, sorted(self._ignore), phrases])
+            digest = hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+            self._signature = f"v{ANALYSIS_VERSION}-{digest}"
+        return self._signature
 
     @classmethod
     def from_settings(cls, settings: LexicalSettings) -> Analyzer:
@@ -421,29 +556,37 @@ class Analyzer:
     def _analyse_segment(self, segment: str) -> _Segment:
         if segment.isascii() and segment.isalnum():  # the common case, short-cut
             word = segment.lower()
+            starts = word in self._phrases
             if word in self._stop or word in self._ignore:
-                return _Segment((), (_Word(word, (), True, word),), word in self._phrases)
-            if len(word) > PREFIX_LENGTH and word.isalpha() and word[:PREFIX_LENGTH] not in self._stop:
-                terms: tuple[str, ...] = (word, word[:PREFIX_LENGTH])
-            else:
-                terms = (word,)
-            return _Segment(terms, (_Word(word, terms, False, word),), word in self._phrases)
+                ignored = _Word(word, (), (), True, word)
+                return _Segment((), (), (ignored,), starts, self._signals.get(word, 0))
+            if word.isdigit():
+                return _Segment((word,), (word,), (_Word(word, (word,), (word,), False, word),), starts, 0)
+            kept = _kept_word(word, word, self._stop)
+            return _Segment(kept.terms, kept.english, (kept,), starts, 0)
         word = _ascii_digits(fold(segment[:MAX_WORD_CHARS]))
         if not word or not any(c.isalnum() for c in word):
             return _EMPTY
+        accent = _ACCENT_SIGNAL if _ACCENTED_LATIN.search(segment) else 0
         if _NUMBER.fullmatch(word):
             numbers = tuple(normalize_number(word))
-            return _Segment(numbers, (_Word(word, numbers, False, word),), False)
+            return _Segment(numbers, numbers, (_Word(word, numbers, numbers, False, word),), False, 0)
         words: list[_Word] = []
+        signal = accent
         for part in _split_parts(word):
             if part in self._stop or part in self._ignore:
-                words.append(_Word(part, (), True, part))
+                words.append(_Word(part, (), (), True, part))
+                signal |= self._signals.get(part, 0)
             else:
-                # A prefix that is itself a stop word ("other" of "others") would never meet anything.
-                kept = tuple(t for t in _word_terms(part) if t == part or t not in self._stop)
-                words.append(_Word(part, kept, False, _korean_stem(part)))
+                words.append(_kept_word(part, _korean_stem(part), self._stop))
         starts = any(w.key in self._phrases for w in words)
-        return _Segment(tuple(term for w in words for term in w.terms), tuple(words), starts)
+        return _Segment(
+            tuple(term for w in words for term in w.terms),
+            tuple(term for w in words for term in w.english),
+            tuple(words),
+            starts,
+            signal,
+        )
 
     def _segments(self, text: str) -> Iterable[list[_Segment]]:
         """The analysed segments of ``text``, one list per block (one block unless the text is long)."""
@@ -472,6 +615,22 @@ class Analyzer:
                     found[index] = cache[piece] = self._analyse_segment(piece)
         return found  # type: ignore[return-value]
 
+    def _analysed(self, text: str) -> tuple[list[list[_Segment]], bool]:
+        """The segments of ``text`` (one list per block) and whether the text is English."""
+        blocks = list(self._segments(text))
+        if len(blocks) == 1:
+            signals = list(filter(None, map(_SIGNAL_OF, blocks[0])))
+        else:
+            signals = [s for block in blocks for s in filter(None, map(_SIGNAL_OF, block))]
+        if len(signals) <= _FEW_SIGNALS:
+            signals.sort()
+            return blocks, _is_english_cached(tuple(signals))
+        return blocks, _is_english(Counter(signals).items())
+
+    def is_english(self, text: str) -> bool:
+        """Whether ``text`` is taken as English (its Latin-script words then emit only their stems)."""
+        return self._analysed(text)[1]
+
     def _words(self, text: str) -> list[_Word]:
         """Every word of ``text`` in order, ignored ones included."""
         return [word for block in self._segments(text) for segment in block for word in segment.words]
@@ -499,16 +658,18 @@ class Analyzer:
                     found.append((index, phrase, term))
         return found
 
-    def _synonym_terms(self, words: Sequence[_Word], heads: int | None = None) -> list[tuple[int, str]]:
+    def _synonym_terms(
+        self, words: Sequence[_Word], english: bool, heads: int | None = None
+    ) -> list[tuple[int, str]]:
         """The group terms that synonyms add, each with the word it belongs to.
 
         That word is the phrase's first kept word (-1 when every word of the phrase is ignored). A group
-        term the word already emits (``prices`` has the prefix ``price``) is not added again.
+        term the word already emits (``prices`` has the stem ``price``) is not added again.
         """
         out: list[tuple[int, str]] = []
         for index, phrase, term in self._synonym_matches(words, heads):
             owner = next((i for i in range(index, index + len(phrase)) if not words[i].ignored), -1)
-            if owner >= 0 and term in words[owner].terms:
+            if owner >= 0 and term in (words[owner].english if english else words[owner].terms):
                 continue
             out.append((owner, term))
         return out
@@ -519,14 +680,16 @@ class Analyzer:
         The one analysis for documents and queries alike. Never raises on any ``str``; a term never
         contains whitespace. Synonym group terms follow the terms of the words of their block.
         """
+        blocks, english = self._analysed(text)
+        terms_of = _ENGLISH_OF if english else _TERMS_OF
         out: list[str] = []
-        for block in self._segments(text):
-            out.extend(chain.from_iterable(map(_TERMS_OF, block)))
+        for block in blocks:
+            out.extend(chain.from_iterable(map(terms_of, block)))
             if any(map(_STARTS_SYNONYM, block)):
-                out.extend(self._block_synonym_terms(block))
+                out.extend(self._block_synonym_terms(block, english))
         return out
 
-    def _block_synonym_terms(self, block: list[_Segment]) -> list[str]:
+    def _block_synonym_terms(self, block: list[_Segment], english: bool) -> list[str]:
         """The group terms of :meth:`_synonym_terms` for one block.
 
         Only the segments that can start a phrase are visited (documents are long; few words do).
@@ -539,7 +702,7 @@ class Analyzer:
             while len(ahead) < len(block[start].words) + longest and following < len(block):
                 ahead.extend(block[following].words)
                 following += 1
-            out.extend(term for _owner, term in self._synonym_terms(ahead, len(block[start].words)))
+            out.extend(term for _owner, term in self._synonym_terms(ahead, english, len(block[start].words)))
         return out
 
     def word_terms(self, text: str) -> list[tuple[str, list[str]]]:
@@ -550,16 +713,20 @@ class Analyzer:
         "how much", is listed as one entry of its own).
         """
         result: list[tuple[str, list[str]]] = []
-        for block in self._segments(text):
+        blocks, english = self._analysed(text)
+        for block in blocks:
             if not any(map(_STARTS_SYNONYM, block)):
                 result.extend(
-                    (w.word, list(w.terms)) for segment in block for w in segment.words if not w.ignored
+                    (w.word, list(w.english if english else w.terms))
+                    for segment in block
+                    for w in segment.words
+                    if not w.ignored
                 )
                 continue
             words = [word for segment in block for word in segment.words]
-            entries: list[tuple[str, list[str]]] = [(w.word, list(w.terms)) for w in words]
+            entries = [(w.word, list(w.english if english else w.terms)) for w in words]
             orphans: list[tuple[str, list[str]]] = []
-            for owner, term in self._synonym_terms(words):
+            for owner, term in self._synonym_terms(words, english):
                 if owner >= 0:
                     entries[owner][1].append(term)
                 else:
@@ -589,6 +756,7 @@ class Analyzer:
             if not (len(phrase) == 1 and phrase[0] == term)
         )
         terms = tuple(self.terms(query))
+        english = self.is_english(query)
         all_ignored = bool(words) and not terms
         if not words:
             message = "The query has no words to search for; it matches nothing."
@@ -598,7 +766,8 @@ class Analyzer:
                 "nothing; add a word that names what you are looking for."
             )
         else:
-            parts = [f"Searching for {len(terms)} terms from {len(used)} words"]
+            stems = "English stems" if english else "words, 5-letter prefixes and English stems"
+            parts = [f"Searching for {len(terms)} terms ({stems}) from {len(used)} words"]
             if ignored:
                 parts.append(f"ignoring {self._why_ignored(ignored)}")
             if uses:
@@ -611,6 +780,7 @@ class Analyzer:
             synonyms_applied=uses,
             terms=terms,
             all_ignored=all_ignored,
+            english=english,
             message=message,
         )
 
