@@ -49,6 +49,7 @@ _OP_TEXT = {"<": "<", "<=": "≤", ">": ">", ">=": "≥", "==": "="}
 SECTION_ORDER = (
     "Quality — SciFact",
     "Quality — XQuAD-R",
+    "Quality — relevance rule",
     "Quality — embedder",
     "Quality — web extraction",
     "Speed — embedder",
@@ -62,6 +63,17 @@ SECTION_ORDER = (
     "End to end",
 )
 """Sections in report order; a section not listed (from a new benchmark's summary) follows them."""
+
+SUMMARY_SECTIONS: dict[str, tuple[tuple[str, str], ...]] = {
+    "lexical_quality": (
+        ("queries/s", "Speed — lexical"),
+        ("index", "Speed — lexical"),
+        ("xquad", "Quality — XQuAD-R"),
+    ),
+    "index_quality": (("xquad", "Quality — XQuAD-R"),),
+    "multilingual": (("relevance", "Quality — relevance rule"),),
+}
+"""Sections for summary rows that name none: the first (word in the metric, section) that matches."""
 
 VERSIONED_PACKAGES = ("lancedb", "onnxruntime", "numpy", "pyarrow", "tokenizers", "bm25s", "trafilatura")
 
@@ -277,11 +289,13 @@ def summary_rows(benchmark: str, section: str, summary: Sequence[Any]) -> list[R
         if isinstance(spec, Mapping):
             spec = target.describe() if target else json.dumps(spec, ensure_ascii=False)
         better = item.get("better", "")
+        metric = str(item["metric"])
+        inferred = (s for word, s in SUMMARY_SECTIONS.get(benchmark, ()) if word in metric.lower())
         rows.append(
             Row(
                 benchmark=benchmark,
-                section=str(item.get("section") or section),
-                metric=str(item["metric"]),
+                section=str(item.get("section") or next(inferred, section)),
+                metric=metric,
                 ours=ours,
                 unit=unit,
                 peer_name=peer_name,

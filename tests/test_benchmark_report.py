@@ -335,6 +335,28 @@ def test_a_summary_list_is_used_as_the_generic_shape(report: ModuleType, tmp_pat
     }
 
 
+def test_summary_rows_without_a_section_get_their_benchmarks_sections(
+    report: ModuleType, tmp_path: Path
+) -> None:
+    summary = {
+        "summary": [
+            {
+                "metric": "scifact-train lexical nDCG@10",
+                "ours": 0.68,
+                "peer": 0.67,
+                "target": "> peer",
+                "met": True,
+            },
+            {"metric": "xquad-r-th lexical nDCG@10", "ours": 0.96, "peer": 0.85},
+            {"metric": "xquad-r-th lexical queries/s", "ours": 2000, "peer": 4500, "target": ">= 0.5x peer"},
+        ]
+    }
+    runs = write_results(report, tmp_path, {"lexical_quality": summary})
+    rows = render(report, tmp_path, runs)["rows"]
+    assert [r["section"] for r in rows] == ["Other", "Quality — XQuAD-R", "Speed — lexical"]
+    assert rows[2]["met"] is False and rows[2]["ratio"] == pytest.approx(2000 / 4500)
+
+
 def test_summary_targets_are_read_only_when_their_unit_matches(report: ModuleType) -> None:
     assert report.parse_target("<= 100 ms", "ms") == report.Target("ours", "<=", 100.0)
     assert report.parse_target("<= 6 GB", "MB") is None
