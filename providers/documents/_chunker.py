@@ -170,9 +170,18 @@ class Chunker:
         counter: the model's tokenizer as a :class:`TokenCounter`.
         max_tokens: the model's window (256 for all-MiniLM-L6-v2), special tokens included.
         overlap_tokens: at most this many tokens of whole lines repeated from the previous chunk.
+        terms_signature: what else derives the stored rows from the text (the document index passes
+            its analyzer's signature, so changed lexical analysis re-analyses every file once).
     """
 
-    def __init__(self, counter: TokenCounter, *, max_tokens: int = 256, overlap_tokens: int = 32) -> None:
+    def __init__(
+        self,
+        counter: TokenCounter,
+        *,
+        max_tokens: int = 256,
+        overlap_tokens: int = 32,
+        terms_signature: str = "",
+    ) -> None:
         room = max_tokens - counter.special_tokens
         if room < 16:
             raise ConfigError(f"index.chunk_tokens={max_tokens} leaves no room for text; use at least 32")
@@ -184,11 +193,13 @@ class Chunker:
         self.counter = counter
         self.max_tokens = max_tokens
         self.overlap_tokens = overlap_tokens
+        self.terms_signature = terms_signature
 
     @property
     def signature(self) -> str:
         """What decides the chunks besides the text: a file is re-chunked when this changes."""
-        return f"chunker-v{CHUNKER_VERSION}:{self.max_tokens}:{self.overlap_tokens}"
+        base = f"chunker-v{CHUNKER_VERSION}:{self.max_tokens}:{self.overlap_tokens}"
+        return f"{base}:terms-{self.terms_signature}" if self.terms_signature else base
 
     def chunk(self, document: LoadedDocument, *, project: str = "") -> list[Chunk]:
         """The chunks of ``document``, in order."""

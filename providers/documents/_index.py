@@ -337,6 +337,7 @@ class DocumentIndex:
                 counter,
                 max_tokens=self.settings.chunk_tokens,
                 overlap_tokens=self.settings.chunk_overlap_tokens,
+                terms_signature=self.analyzer.signature,
             )
         return self._chunker
 

@@ -385,3 +385,26 @@ def test_the_ann_index_is_built_past_the_threshold_and_new_rows_are_still_found(
             assert Path(late.evidence[0].metadata["path"]).name == "late.md"
 
     anyio.run(go)
+
+
+def test_changed_lexical_analysis_re_analyses_every_file_without_re_embedding(
+    tmp_path: Path, tree: Path, onnx: OnnxMiniLMEmbedder
+) -> None:
+    from simone.runtime import Analyzer
+
+    async def go() -> None:
+        async with _index(tmp_path, EmbeddingChain([onnx])) as index:
+            first = await index.index_paths([tree])
+        ignoring = Analyzer(ignore_words=["quarterly"])
+        assert ignoring.signature != Analyzer().signature
+        async with _index(tmp_path, EmbeddingChain([onnx]), analyzer=ignoring) as index:
+            again = await index.index_paths([tree])
+            assert again.files_indexed == first.files_indexed and again.files_unchanged == 0
+            assert again.embedded == 0 and again.reused == first.chunks
+            assert index.collection is not None
+            terms = (await index.collection.rows(columns=["terms"]))["terms"].to_pylist()
+            assert not any("quarterli" in t.split() or "quarterly" in t.split() for t in terms)
+            unchanged = await index.index_paths([tree])
+            assert unchanged.files_unchanged == first.files_indexed
+
+    anyio.run(go)

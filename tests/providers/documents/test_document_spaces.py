@@ -208,7 +208,7 @@ def test_a_japanese_question_finds_the_portuguese_section_by_meaning(
     docs = _write(tmp_path / "docs", TOPICS_PT)
 
     async def go() -> None:
-        async with EmbeddingChain([onnx], extras=[MultilingualEmbedder(threads=2)]) as chain:
+        async with EmbeddingChain([onnx], extras=[MultilingualEmbedder(threads=1)]) as chain:
             async with _index(tmp_path, chain) as index:
                 report = await index.index_paths([docs])
                 (tally,) = report.extra_spaces.values()
