@@ -47,6 +47,9 @@ if TYPE_CHECKING:
 MAX_PAGES = 2
 """Row reads per search after fusion (each of ``2 × limit`` candidates, at least 10)."""
 
+REJECTED_SHOWN = 5
+"""Per semantic leg, the best candidates judged not relevant that are reported as exclusions."""
+
 
 class DocumentIndexProvider:
     """A :class:`~simone.runtime.Provider` over a :class:`DocumentIndex`.
@@ -244,8 +247,11 @@ class DocumentIndexProvider:
     ) -> tuple[list[Evidence], list[Exclusion]]:
         """Fuse the legs, keep the relevant candidates in fused order, read their rows.
 
-        A candidate is kept when it shares a term with the question (lexical) or when a semantic
-        leg judges it relevant by meaning; otherwise it is dropped as ``not_relevant``. Returns the
+        A semantic leg takes part in the fusion with the candidates its relevance rule keeps only, so
+        a leg whose model finds nothing standing out (a language it does not know, an absent topic)
+        adds no noise to the ranking. A fused candidate is kept when it shares enough terms with the
+        question (``word_share``; lexical legs only) or is relevant by meaning; the rest, and the best
+        semantic candidates judged not relevant, are reported as ``not_relevant``. Returns the
         evidence and the exclusions.
         """
         scores: dict[str, dict[str, float]] = {}
@@ -254,11 +260,28 @@ class DocumentIndexProvider:
             for rank, hit in enumerate(hits, start=1):
                 scores.setdefault(hit.id, {})[leg] = hit.score
                 ranks.setdefault(hit.id, {})[leg] = rank
-        if len(legs) == 1:
-            ((method, hits),) = legs.items()
+        fusing = {
+            leg: [hit for hit in hits if leg not in judged or judged[leg][hit.id].relevant]
+            for leg, hits in legs.items()
+        }
+        fusing = {leg: hits for leg, hits in fusing.items() if hits}
+        lexical_ids = {hit.id for hit in legs.get("lexical", ())}
+        rejected = list(
+            dict.fromkeys(
+                hit.id
+                for leg in judged
+                for hit in legs[leg][:REJECTED_SHOWN]
+                if not judged[leg][hit.id].relevant and hit.id not in lexical_ids
+            )
+        )
+        if not fusing:
+            order: list[tuple[str, float]] = []
+            method = next(iter(legs))
+        elif len(fusing) == 1:
+            ((method, hits),) = fusing.items()
             order = [(hit.id, hit.score) for hit in hits]
         else:
-            fused = rrf({leg: [hit.id for hit in hits] for leg, hits in legs.items()})
+            fused = rrf({leg: [hit.id for hit in hits] for leg, hits in fusing.items()})
             order = [(item.id, item.score) for item in fused]
             method = "hybrid"
         out: list[Evidence] = []
@@ -267,12 +290,18 @@ class DocumentIndexProvider:
         page = limit if lexical_only else max(2 * limit, 10)  # nothing is dropped lexically
         # At most MAX_PAGES reads: when the best 4 × limit fused candidates hold too few relevant
         # ones, the rest (ranked lower by every leg) are not read — they count as beyond the limit.
-        for _ in range(MAX_PAGES):
-            if len(out) >= limit or position >= len(order):
+        for read in range(MAX_PAGES):
+            if read and (len(out) >= limit or position >= len(order)):
                 break
             window = order[position : position + page]
             position += len(window)
-            rows = await collection.fetch([chunk_id for chunk_id, _ in window], where)
+            wanted = [chunk_id for chunk_id, _ in window] + (rejected if read == 0 else [])
+            rows = await collection.fetch(wanted, where) if wanted else {}
+            if read == 0:
+                for chunk_id in rejected:
+                    if (row := rows.get(chunk_id)) is not None:
+                        meaning = {leg: v[chunk_id] for leg, v in judged.items() if chunk_id in v}
+                        dropped.append(_not_relevant(self._name, chunk_id, row, meaning))
             for chunk_id, score in window:
                 row = rows.get(chunk_id)
                 if row is None:
