@@ -13,9 +13,9 @@ The pipeline, applied to documents and queries alike by :meth:`Analyzer.terms`:
    languages and the project's ignore list dropped.
 4. Is the text English? The stop words it held are the evidence: each counts for the Latin-script
    languages whose list holds it (shared words split their vote), a word written with a non-English
-   Latin letter (``ã``, ``ü``, ``ı``…) counts against English. English needs votes of its own and wins
-   ties; a text without evidence (``BRCA1 mutations``, ``prazo renovar``, a Russian text) is not taken
-   as English.
+   Latin letter (``ã``, ``ü``, ``ı``…) counts against English, and English wins ties. So a text without
+   evidence (``BRCA1 mutations``, a title, a Russian text) is taken as English: the title of an English
+   document must emit the same terms as its body, and a short query the same terms as both.
 5. Terms per kept word. A word of Latin letters (after folding) emits its Snowball English stem
    (``activation`` → ``activ``; see :data:`STEM_LANGUAGE`); in a text that is not English it also emits
    itself and, from 6 letters on, its first 5 letters (a language-neutral stemmer: ``prazos`` meets
@@ -59,8 +59,8 @@ from pydantic import BaseModel, ConfigDict
 from simone.runtime._config import LexicalSettings
 from simone.runtime._errors import ConfigError
 
-ANALYSIS_VERSION = 2
-"""Bumped whenever the same text can yield other terms (2: English stems); see :attr:`Analyzer.signature`."""
+ANALYSIS_VERSION = 3
+"""Bumped whenever the same text can yield other terms (3: English stems, texts without evidence English); see :attr:`Analyzer.signature`."""
 PREFIX_LENGTH = 5
 """Alphabetic words longer than this also emit their first 5 letters (a language-neutral stemmer)."""
 STEM_LANGUAGE = "english"
@@ -284,10 +284,12 @@ def _is_english(signals: Iterable[tuple[int, int]]) -> bool:
     """Whether the evidence (each signal with the number of segments that gave it) says "English".
 
     A stop word held by ``n`` of the lists gives each of those languages ``1/n`` of a vote; a word
-    written with a non-English Latin letter is one vote against English. English needs votes of its
-    own, at least those of the strongest other language plus the accented words. A text without
-    evidence (``BRCA1 mutations``, ``prazo renovar``, Russian or Thai text) is not taken as English:
-    its Latin words keep the looser terms, which still hold the English stem.
+    written with a non-English Latin letter is one vote against English. English wins with at least
+    the votes of the strongest other language plus the accented words, so a text without evidence is
+    English (measured: taking such texts the other way made titles and short queries emit prefixes
+    that the bodies of English documents never hold, and ranked a page by its title's prefixes).
+    A short query in another language without a stop word or an accent (``prazo renovar``) then
+    emits stems only; it still meets that language's documents through the stems they also emit.
     """
     votes = [0.0] * len(LATIN_STOPWORD_LANGUAGES)
     against = 0
@@ -297,7 +299,7 @@ def _is_english(signals: Iterable[tuple[int, int]]) -> bool:
         members = [i for i in range(len(votes)) if signal >> i & 1]
         for i in members:
             votes[i] += count / len(members)
-    return votes[0] > 0 and votes[0] >= max(votes[1:]) + against
+    return votes[0] >= max(votes[1:]) + against
 
 
 @functools.lru_cache(maxsize=4096)

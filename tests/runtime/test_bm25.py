@@ -113,7 +113,7 @@ def test_coverage_and_matched_words() -> None:
     index = BM25Index()
     index.add("full", "Os prazos de renovação da carteira de motorista")
     index.add("half", "A carteira de estudante")
-    hits = {h.id: h for h in index.search("prazo renovar carteira")}
+    hits = {h.id: h for h in index.search("prazo para renovar a carteira")}
     assert hits["full"].matched_words == ("prazo", "renovar", "carteira")
     assert hits["full"].coverage == 1.0
     assert hits["half"].matched_words == ("carteira",)
