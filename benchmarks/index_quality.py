@@ -78,14 +78,27 @@ def collection_name(base: str) -> str:
 
 
 async def run_modes(
-    index: DocumentIndex, queries: list[tuple[str, str]], modes: list[SearchMode]
+    index: DocumentIndex,
+    queries: list[tuple[str, str]],
+    modes: list[SearchMode],
+    skipped: dict[str, str] | None = None,
 ) -> dict[str, dict[str, list[str]]]:
+    """Each mode's ranking of documents per query.
+
+    A degraded answer stops the benchmark, except a semantic leg the provider skips because the model
+    does not cover the question's script (when ``skipped`` is given): that query has no semantic
+    ranking, and ``skipped`` keeps the provider's reason.
+    """
     provider = index.provider()
     runs: dict[str, dict[str, list[str]]] = {mode.value: {} for mode in modes}
     for query_id, text in queries:
         for mode in modes:
             request = RetrievalRequest.create(text, limit=DEPTH, mode=mode)
             response = await provider.retrieve(request, CONTEXT)
+            legs_skipped = response.details.get("skipped_legs") or {}
+            if response.degraded and skipped is not None and mode is SearchMode.SEMANTIC and legs_skipped:
+                skipped.setdefault(mode.value, "; ".join(sorted(set(legs_skipped.values()))))
+                continue
             if response.degraded:
                 raise SystemExit(f"degraded answer ({response.degraded}); the benchmark needs both legs")
             runs[mode.value][query_id] = unique_docs(e.metadata["path"] for e in response.evidence)
@@ -222,17 +235,25 @@ async def xquad(data_dir: Path, langs: list[str], per_lang: int) -> list[dict[st
                 ),
                 key=lambda item: item[0],
             )[:per_lang]
-            runs = await run_modes(index, queries, [SearchMode.LEXICAL, SearchMode.SEMANTIC])
+            skipped: dict[str, str] = {}
+            runs = await run_modes(index, queries, [SearchMode.LEXICAL, SearchMode.SEMANTIC], skipped)
             ids = [q for q, _ in queries]
-            row = {
+            semantic_ids = [q for q in ids if q in runs["semantic"]]
+            row: dict[str, Any] = {
                 "query_language": lang,
                 "corpus_language": "en",
                 "queries": len(queries),
                 "lexical": round(mean_ndcg(runs["lexical"], qrels, ids), 4),
-                "semantic": round(mean_ndcg(runs["semantic"], qrels, ids), 4),
+                # nDCG over the questions the semantic leg answered; None when it skipped them all
+                "semantic": round(mean_ndcg(runs["semantic"], qrels, semantic_ids), 4)
+                if semantic_ids
+                else None,
+                "semantic_queries": len(semantic_ids),
             }
+            if skipped:
+                row["semantic_skipped"] = skipped["semantic"]
             print(
-                f"  xquad-r {lang}→en: lexical {row['lexical']:.3f} semantic {row['semantic']:.3f}",
+                f"  xquad-r {lang}→en: lexical {row['lexical']:.3f} semantic {row['semantic']}",
                 file=sys.stderr,
             )
             out.append(row)
@@ -298,6 +319,13 @@ def summary(payload: dict[str, Any]) -> list[dict[str, Any]]:
         )
     for item in payload.get("xquad_r_cross_lingual", []):
         lexical, semantic = item["lexical"], item["semantic"]
+        note = (
+            f"{item['queries']} questions in {item['query_language']} against the English corpus: where "
+            "the English-only model stops"
+        )
+        if "semantic_skipped" in item:
+            note += f"; semantic leg skipped by the provider for {item['queries'] - item['semantic_queries']}"
+            note += f" questions ({item['semantic_skipped']})"
         rows.append(
             {
                 "metric": f"xquad-r {item['query_language']}→en lexical nDCG@10",
@@ -307,8 +335,7 @@ def summary(payload: dict[str, Any]) -> list[dict[str, Any]]:
                 "ratio": round(lexical / semantic, 4) if semantic else None,
                 "target": None,
                 "met": None,
-                "note": f"{item['queries']} questions in {item['query_language']} against the English "
-                "corpus: where the English-only model stops",
+                "note": note,
             }
         )
     return rows
@@ -345,9 +372,19 @@ async def main(args: argparse.Namespace) -> None:
         )
         print(f"{'X':<4} {'lexical':>8} {'semantic':>9} {'semantic/lexical':>17}")
         for row in rows:
+            if row["semantic"] is None:
+                print(
+                    f"{row['query_language']:<4} {row['lexical']:>8.4f}   skipped ({row['semantic_skipped']})"
+                )
+                continue
             ratio = row["semantic"] / row["lexical"] if row["lexical"] else float("inf")
+            partial = (
+                ""
+                if row["semantic_queries"] == row["queries"]
+                else f"  (semantic on {row['semantic_queries']})"
+            )
             print(
-                f"{row['query_language']:<4} {row['lexical']:>8.4f} {row['semantic']:>9.4f} {ratio:>16.2f}x"
+                f"{row['query_language']:<4} {row['lexical']:>8.4f} {row['semantic']:>9.4f} {ratio:>16.2f}x{partial}"
             )
     payload["summary"] = summary(payload)
     path = save("index_quality", payload)
