@@ -71,7 +71,7 @@ SUMMARY_SECTIONS: dict[str, tuple[tuple[str, str], ...]] = {
         ("xquad", "Quality — XQuAD-R"),
     ),
     "index_quality": (("xquad", "Quality — XQuAD-R"),),
-    "multilingual": (("relevance", "Quality — relevance rule"),),
+    "multilingual": (("relevance", "Quality — relevance rule"), ("word share", "Quality — relevance rule")),
 }
 """Sections for summary rows that name none: the first (word in the metric, section) that matches."""
 
