@@ -281,7 +281,11 @@ class DocumentIndexProvider:
             ((method, hits),) = fusing.items()
             order = [(hit.id, hit.score) for hit in hits]
         else:
-            fused = rrf({leg: [hit.id for hit in hits] for leg, hits in fusing.items()})
+            # Words and meaning get one vote each: several semantic legs share theirs, so two models
+            # that agree with each other do not outvote an exact lexical match on their own.
+            semantic = [leg for leg in fusing if leg != "lexical"]
+            weights = {leg: 1.0 / len(semantic) for leg in semantic} if "lexical" in fusing else None
+            fused = rrf({leg: [hit.id for hit in hits] for leg, hits in fusing.items()}, weights=weights)
             order = [(item.id, item.score) for item in fused]
             method = "hybrid"
         out: list[Evidence] = []
