@@ -869,6 +869,7 @@ async def main(args: argparse.Namespace) -> None:
             "latency": "provider.retrieve, limit 10, query embedding included; p50/p95 over the queries",
             "recall": "ANN search_vector (provider's nprobes/refine) vs search_vector(exact=True), top 10",
         },
+        "command": [Path(sys.argv[0]).name, *sys.argv[1:]],
         "queries": len(queries),
         "cpus": os.cpu_count(),
         "load1_start": load1(),
