@@ -2,14 +2,22 @@
 
 * **lexical** — BM25 inside LanceDB over the analysed-terms column (the query analysed by the same
   :class:`~simone.runtime.Analyzer` as the rows);
-* **semantic** — the query embedded by an embedder of the collection's own space, nearest chunks
-  by cosine similarity (exact below the ANN threshold, ANN with refinement above);
-* **hybrid** — both legs at once, fused by RRF here (the router fuses again across providers).
+* **semantic** — one leg per embedding space the collection carries (``semantic`` for its own,
+  ``semantic:<provider>`` for each extra space): the query embedded in that space, nearest chunks by
+  cosine similarity (exact below the ANN threshold, ANN with refinement above);
+* **hybrid** — all legs at once, fused by RRF here with words and meaning one vote each (the router
+  fuses again across providers).
 
-When the semantic leg cannot run (no embedder of the space answers), the provider answers with the
-lexical leg, says so in ``degraded`` and reports the leg's :class:`~simone.runtime.ProviderFailure`
-in ``leg_failures``; the chain's health window records the fallback. Chunks still pending embedding
-are found only lexically, and that is said too.
+Every semantic leg is judged by the relevance rule of its model (:class:`~simone.runtime.RelevanceRule`):
+only the candidates it keeps take part in the fusion, and a fused candidate is kept when it shares
+words with the question (hybrid) or is relevant by meaning; the rest are reported as ``not_relevant``
+exclusions. A leg whose model does not cover the question's script is skipped and named in
+``details["skipped_legs"]``.
+
+When a semantic leg cannot run (no embedder of its space answers), the other legs answer, the
+provider says so in ``degraded`` and reports the leg's :class:`~simone.runtime.ProviderFailure` in
+``leg_failures``; the chain's health window records the fallback of the own space. Chunks still
+pending embedding in a space are found by the other legs only, and that is said too.
 
 Scope: rows carry the project they were indexed for; a request sees the rows of its trusted
 context's project plus the rows indexed without a project, never another project's.
