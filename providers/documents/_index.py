@@ -31,7 +31,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import numpy as np
@@ -445,11 +445,6 @@ class DocumentIndex:
         collection = await self._open_collection()
         return await collection.info() if collection is not None else None
 
-    async def pending_count(self) -> int:
-        """Chunks of the collection's own space waiting for a vector (counted once per table version)."""
-        collection = self._collection
-        return 0 if collection is None else await collection.pending_count()
-
     def provider(self, name: str = "documents") -> Any:
         """A :class:`~simone.providers.documents.DocumentIndexProvider` over this index."""
         from simone.providers.documents._provider import DocumentIndexProvider
@@ -591,12 +586,11 @@ class DocumentIndex:
         Counts go to the report (own space) or to ``tally`` (an extra space).
         """
         space = collection.space
-        counts = tally if tally is not None else _report_tally(report)
+        counts: _Counts = tally if tally is not None else _ReportCounts(report)
         found = await collection.vectors_for(digests)
         counts["reused"] += sum(1 for d in digests if d in found)
         wanted = {d: t for d, t in zip(digests, texts, strict=True) if d not in found}
         if not wanted or not state.embed or space.key in state.errors:
-            _store_tally(report, counts, tally)
             return found
         step = max(1, self.chain_batch)
         keys = list(wanted)
@@ -618,7 +612,6 @@ class DocumentIndex:
                 collection.check_vectors(vectors, len(part))
             except ProviderError as exc:
                 state.errors[space.key] = exc
-                _store_tally(report, counts, tally)
                 report.failures.append(
                     f"embedding with space {space.key} failed ({exc.kind}): {exc.message}; "
                     "the remaining chunks are stored as pending and are found by lexical search "
@@ -628,7 +621,6 @@ class DocumentIndex:
             counts["cached"] += hits
             counts["embedded"] += len(part) - hits
             found.update(zip(part, vectors, strict=True))
-        _store_tally(report, counts, tally)
         return found
 
     @property
@@ -723,13 +715,22 @@ def _extra_tally() -> dict[str, int]:
     return dict.fromkeys(("embedded", "cached", "reused", "pending", "pending_filled", "pending_left"), 0)
 
 
-def _report_tally(report: IndexReport) -> dict[str, int]:
-    return {"embedded": report.embedded, "cached": report.cached, "reused": report.reused}
+class _Counts(Protocol):
+    def __getitem__(self, key: str) -> int: ...
+    def __setitem__(self, key: str, value: int) -> None: ...
 
 
-def _store_tally(report: IndexReport, counts: dict[str, int], tally: dict[str, int] | None) -> None:
-    if tally is None:
-        report.embedded, report.cached, report.reused = counts["embedded"], counts["cached"], counts["reused"]
+class _ReportCounts:
+    """The own space's counters (``embedded``, ``cached``, ``reused``) on the report, by key."""
+
+    def __init__(self, report: IndexReport) -> None:
+        self._report = report
+
+    def __getitem__(self, key: str) -> int:
+        return int(getattr(self._report, key))
+
+    def __setitem__(self, key: str, value: int) -> None:
+        setattr(self._report, key, value)
 
 
 def extra_table_name(collection: str, space: EmbeddingSpace) -> str:

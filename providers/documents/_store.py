@@ -336,7 +336,10 @@ class Collection:
             return {}
         # The id test first: the BTree index narrows to a few rows before the rest is evaluated.
         clause = sql_in("id", ids) if where is None else f"{sql_in('id', ids)} AND ({where})"
-        table = await self.table.query().where(clause).select([*RESULT_COLUMNS, "terms"]).to_arrow()
+        try:
+            table = await self.table.query().where(clause).select([*RESULT_COLUMNS, "terms"]).to_arrow()
+        except (OSError, RuntimeError, ValueError) as exc:
+            raise _translate(exc, f"read {len(ids)} chunk(s) by id") from exc
         return {str(row["id"]): row for row in table.to_pylist()}
 
     async def file_states(self, project: str) -> dict[str, str]:
