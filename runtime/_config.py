@@ -100,7 +100,10 @@ class IndexSettings(_Section):
     ``chunk_tokens`` is the embedding model's window, special tokens included (256 for the bundled
     all-MiniLM-L6-v2); ``ann_min_rows`` is how many embedded rows a collection needs before an ANN
     index is built (below it, exact search is fast enough); ``ann_index`` picks the index kind and
-    ``ann_nprobes``/``ann_refine_factor`` trade recall for latency (see benchmarks/index_speed.py).
+    ``ann_nprobes``/``ann_refine_factor`` trade recall for latency (see benchmarks/index_speed.py;
+    the refine factor applies to the quantised IVF_HNSW_SQ only); new vectors after the ANN index
+    exists rebuild it up to ``ann_rebuild_rows`` vectors, above that once they reach
+    ``ann_rebuild_share`` of the table (``simone index --rebuild-ann`` any time).
     ``relevance_margin``/``relevance_band`` override the calibrated relevance rule for meaning
     (:class:`~simone.runtime.RelevanceRule`): a semantic candidate counts only when the best
     candidate stands ``margin`` above the candidates' median and it is within ``band`` of the best;
@@ -122,6 +125,11 @@ class IndexSettings(_Section):
     # for IVF_FLAT and 0.980-0.989 for IVF_HNSW_SQ with refine; IVF_FLAT builds ~3x faster.
     ann_index: Literal["ivf_flat", "ivf_hnsw_sq"] = "ivf_flat"
     ann_nprobes: Annotated[int, Field(ge=1, le=10_000)] = 20
+    # New vectors after the ANN index exists: LanceDB merges them into it, and a merged IVF index
+    # searched 3-4x slower than a fresh one (6 → 22 ms at 100k rows), so the index is rebuilt
+    # instead up to this many vectors (~8 s at 100k), and above it once the new ones reach the share.
+    ann_rebuild_rows: Annotated[int, Field(ge=0)] = 300_000
+    ann_rebuild_share: Annotated[float, Field(gt=0.0, le=1.0)] = 0.05
     ann_refine_factor: Annotated[int, Field(ge=0, le=100)] = 5
     leg_candidates: Annotated[int, Field(ge=1, le=1000)] = 50
     default_mode: Literal["lexical", "semantic", "hybrid"] = "hybrid"

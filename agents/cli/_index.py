@@ -1,4 +1,4 @@
-"""``simone index PATH… [--embed-pending]`` — index files into the document index, incrementally.
+"""``simone index PATH… [--embed-pending] [--rebuild-ann]`` — index files into the document index, incrementally.
 
 A progress bar shows files, chunks, embedded, pending and skipped counts while it runs; a summary
 lists what was skipped and why, and any embedding failure (rows then wait as "pending embedding" and
@@ -38,6 +38,11 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="embed the chunks still waiting for a vector (alone, or after indexing PATHs)",
     )
+    parser.add_argument(
+        "--rebuild-ann",
+        action="store_true",
+        help="build the vector indexes afresh (after many small updates to a large collection)",
+    )
     parser.add_argument("--project", default="", help="the project the chunks belong to (default: none)")
     parser.add_argument("--collection", default=None, help="the collection (default: index.collection)")
     parser.add_argument(
@@ -49,11 +54,12 @@ def register(subparsers: Any) -> None:
 
 async def run(args: argparse.Namespace) -> int:
     """Index the paths (and/or embed pending rows) and print the report."""
-    if not args.paths and not args.embed_pending:
-        raise InvalidRequest("give at least one PATH to index, or --embed-pending")
+    if not args.paths and not args.embed_pending and not args.rebuild_ann:
+        raise InvalidRequest("give at least one PATH to index, or --embed-pending, or --rebuild-ann")
     settings = settings_from_args(args)
     console = Console(stderr=True)
     reports: list[IndexReport] = []
+    rebuilt: list[str] = []
     async with DocumentIndex.open(settings, collection=args.collection) as index:
         with _progress_bar(console, enabled=not args.json) as bar:
             task = bar.add_task("indexing", total=None)
@@ -75,13 +81,22 @@ async def run(args: argparse.Namespace) -> int:
             if args.embed_pending:
                 bar.update(task, description="embedding pending chunks")
                 reports.append(await index.embed_pending(progress=progress))
+            if args.rebuild_ann:
+                bar.update(task, description="building the vector indexes")
+                rebuilt = await index.rebuild_ann()
     if args.json:
-        payload: Any = [r.to_dict() for r in reports] if len(reports) > 1 else reports[0].to_dict()
+        payload: Any = [r.to_dict() for r in reports]
+        if args.rebuild_ann:
+            payload = {"reports": payload, "rebuilt_ann": rebuilt}
+        elif len(payload) == 1:
+            payload = payload[0]
         sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
     else:
         out = Console()
         for report in reports:
             print_summary(report, out)
+        for note in rebuilt:
+            out.print(escape(note))
     return 0
 
 

@@ -440,6 +440,35 @@ class DocumentIndex:
             self._notify(progress, report)
             return report
 
+    async def rebuild_ann(self) -> list[str]:
+        """Build every table's vector index afresh (``simone index --rebuild-ann``); what was done.
+
+        For a collection above ``[index] ann_rebuild_rows`` whose small updates were folded into the
+        existing index (slower searches), or after changing ``ann_index``. Tables with fewer than 256
+        vectors get none (exact search). Raises ProviderNotConfigured before the first index run.
+        """
+        async with self._write_lock:
+            collection = await self._open_collection()
+            if collection is None:
+                raise ProviderNotConfigured(
+                    f"collection {self.name!r} does not exist yet; run 'simone index PATH' first",
+                    provider="document-index",
+                )
+            await self._ensure_extras(collection)
+            done: list[str] = []
+            for table in (collection, *self._extras.values()):
+                embedded = await table.count() - await table.pending_count()
+                if embedded < 256:
+                    done.append(f"{table.name}: {embedded} vectors, exact search (no vector index)")
+                    continue
+                started = time.perf_counter()
+                await table.build_ann(self.settings.ann_index, embedded)
+                done.append(
+                    f"{table.name}: built the {self.settings.ann_index} vector index over {embedded:,} "
+                    f"vectors in {time.perf_counter() - started:.1f} s"
+                )
+            return done
+
     async def info(self) -> CollectionInfo | None:
         """The collection's counts and indexes (``None`` before the first index run)."""
         collection = await self._open_collection()
@@ -695,7 +724,11 @@ class DocumentIndex:
 
     async def _maintain(self, collection: Collection, *, full_text: bool = True) -> list[str]:
         return await collection.maintain(
-            ann_min_rows=self.settings.ann_min_rows, ann_kind=self.settings.ann_index, full_text=full_text
+            ann_min_rows=self.settings.ann_min_rows,
+            ann_kind=self.settings.ann_index,
+            full_text=full_text,
+            ann_rebuild_rows=self.settings.ann_rebuild_rows,
+            ann_rebuild_share=self.settings.ann_rebuild_share,
         )
 
     @staticmethod

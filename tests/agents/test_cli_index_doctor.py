@@ -90,3 +90,18 @@ def test_index_usage_errors(docs: Path, isolated_env: Path, capsys: pytest.Captu
     assert code == 1 and "does not exist" in err
     code, _, err = _run(capsys, "--data-dir", data, "index", "--embed-pending")
     assert code == 1 and "simone index PATH" in err
+
+
+def test_index_rebuild_ann(docs: Path, isolated_env: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = str(isolated_env / "data")
+    code, _, err = _run(capsys, "--data-dir", data, "index", "--rebuild-ann")
+    assert code == 1 and "simone index PATH" in err
+    assert _run(capsys, "--data-dir", data, "index", str(docs), "--json")[0] == 0
+    code, out, _ = _run(capsys, "--data-dir", data, "index", "--rebuild-ann", "--json")
+    assert code == 0
+    payload = json.loads(out)
+    assert payload["reports"] == []
+    (note,) = payload["rebuilt_ann"]
+    assert "exact search (no vector index)" in note  # a handful of chunks: exact search is right
+    code, out, _ = _run(capsys, "--data-dir", data, "index", "--rebuild-ann")
+    assert code == 0 and "exact search" in out

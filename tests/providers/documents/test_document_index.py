@@ -379,10 +379,49 @@ def test_the_ann_index_is_built_past_the_threshold_and_new_rows_are_still_found(
             assert "vector_idx" in await index.collection.index_names()  # type: ignore[union-attr]
             hit = await _search(index, "Note 123: topic 123 about item123", SearchMode.SEMANTIC)
             assert Path(hit.evidence[0].metadata["path"]).name == "n123.md"
+            expected = {"ivf_flat": "IvfFlat", "ivf_hnsw_sq": "IvfHnswSq"}[kind]
+            assert await index.collection.vector_index_type() == expected  # type: ignore[union-attr]
             (root / "late.md").write_text("# Late\n\nA zeppelin arrives late.\n")
-            await index.index_paths([root])
+            again = await index.index_paths([root])
+            # a small table: the new vector rebuilds the index instead of being merged into it
+            assert any(f"rebuilt the {kind} vector index" in note for note in again.maintenance)
+            stats = await index.collection.table.index_stats("vector_idx")  # type: ignore[union-attr]
+            assert stats.num_unindexed_rows == 0 and stats.num_indexed_rows == 301
             late = await _search(index, "zeppelin arrives late", SearchMode.SEMANTIC)
             assert Path(late.evidence[0].metadata["path"]).name == "late.md"
+
+    anyio.run(go)
+
+
+def test_above_the_rebuild_size_new_vectors_are_folded_in_until_rebuild_ann(tmp_path: Path) -> None:
+    root = tmp_path / "many"
+    root.mkdir()
+    for number in range(300):
+        (root / f"n{number:03d}.md").write_text(f"# Note {number}\n\nTopic {number} about item{number}.\n")
+    config = IndexSettings(ann_min_rows=256, ann_rebuild_rows=100, ann_rebuild_share=0.5)
+
+    async def go() -> None:
+        async with _index(tmp_path, EmbeddingChain([HashEmbedder(256)]), settings=config) as index:
+            await index.index_paths([root])
+            (root / "late.md").write_text("# Late\n\nA zeppelin arrives late.\n")
+            again = await index.index_paths([root])
+            assert any("folded 1 new vectors into the vector index" in n for n in again.maintenance)
+            assert not any("rebuilt the" in note for note in again.maintenance), again.maintenance
+            late = await _search(index, "zeppelin arrives late", SearchMode.SEMANTIC)
+            assert Path(late.evidence[0].metadata["path"]).name == "late.md"
+            done = await index.rebuild_ann()
+            assert len(done) == 1 and "built the ivf_flat vector index over 301 vectors" in done[0]
+            stats = await index.collection.table.index_stats("vector_idx")  # type: ignore[union-attr]
+            assert stats.num_unindexed_rows == 0 and stats.num_indices == 1
+
+    anyio.run(go)
+
+
+def test_rebuild_ann_before_any_index_run_is_a_clear_error(tmp_path: Path) -> None:
+    async def go() -> None:
+        async with _index(tmp_path, EmbeddingChain([HashEmbedder(16)])) as index:
+            with pytest.raises(ProviderNotConfigured, match="simone index PATH"):
+                await index.rebuild_ann()
 
     anyio.run(go)
 
