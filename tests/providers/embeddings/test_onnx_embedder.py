@@ -136,6 +136,24 @@ def test_concurrent_calls_agree_with_sequential_ones() -> None:
         np.testing.assert_allclose(a, b, atol=1e-6)
 
 
+def test_short_calls_run_on_the_one_thread_session_and_agree_with_batches() -> None:
+    from simone.providers.embeddings._onnx import SHORT_CALL_TEXTS
+
+    async def go() -> tuple[np.ndarray, np.ndarray, bool, bool]:
+        async with (
+            OnnxMiniLMEmbedder(intra_op_threads=2) as two,
+            OnnxMiniLMEmbedder(intra_op_threads=1) as one,
+        ):
+            assert SHORT_CALL_TEXTS < len(SENTENCES)
+            short = np.vstack([await two.embed([s], kind="query") for s in SENTENCES])
+            batch = await two.embed(SENTENCES)  # more than SHORT_CALL_TEXTS: the two-thread session
+            return short, batch, two._short is not None, one._short is None
+
+    short, batch, has_short, single_has_none = anyio.run(go)
+    assert has_short and single_has_none
+    np.testing.assert_allclose(short, batch, atol=1e-5)
+
+
 def test_the_first_embed_starts_the_session_lazily() -> None:
     async def go() -> bool:
         embedder = OnnxMiniLMEmbedder()
