@@ -125,6 +125,10 @@ class IndexSettings(_Section):
     # for IVF_FLAT and 0.980-0.989 for IVF_HNSW_SQ with refine; IVF_FLAT builds ~3x faster.
     ann_index: Literal["ivf_flat", "ivf_hnsw_sq"] = "ivf_flat"
     ann_nprobes: Annotated[int, Field(ge=1, le=10_000)] = 20
+    # nprobes grows to this share of the index's partitions (sqrt(rows) for IVF_FLAT): at 100k rows
+    # (316 partitions) that is the 20 above; at 1M rows (1,000) 60 — benchmarks/scale.py measured
+    # recall@10 0.903 at nprobes 20, 0.975 at 60, 1.0 at 80 there.
+    ann_probe_share: Annotated[float, Field(ge=0.0, le=1.0)] = 0.06
     # New vectors after the ANN index exists: LanceDB merges them into it, and a merged IVF index
     # searched 3-4x slower than a fresh one (6 → 22 ms at 100k rows), so the index is rebuilt
     # instead up to this many vectors (~8 s at 100k), and above it once the new ones reach the share.

@@ -126,6 +126,7 @@ class DocumentIndexProvider:
                     candidates,
                     nprobes=index.settings.ann_nprobes,
                     refine_factor=index.settings.ann_refine_factor or None,
+                    probe_share=index.settings.ann_probe_share,
                 )
             except Exception as exc:  # noqa: BLE001 - embedder and LanceDB errors become a leg failure
                 failures.append(self._failure(leg, exc, started))

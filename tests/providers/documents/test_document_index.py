@@ -379,8 +379,8 @@ def test_the_ann_index_is_built_past_the_threshold_and_new_rows_are_still_found(
             assert "vector_idx" in await index.collection.index_names()  # type: ignore[union-attr]
             hit = await _search(index, "Note 123: topic 123 about item123", SearchMode.SEMANTIC)
             assert Path(hit.evidence[0].metadata["path"]).name == "n123.md"
-            expected = {"ivf_flat": "IvfFlat", "ivf_hnsw_sq": "IvfHnswSq"}[kind]
-            assert await index.collection.vector_index_type() == expected  # type: ignore[union-attr]
+            expected = {"ivf_flat": ("IvfFlat", 17), "ivf_hnsw_sq": ("IvfHnswSq", 1)}[kind]
+            assert await index.collection.vector_index() == expected  # type: ignore[union-attr]
             (root / "late.md").write_text("# Late\n\nA zeppelin arrives late.\n")
             again = await index.index_paths([root])
             # a small table: the new vector rebuilds the index instead of being merged into it
@@ -413,6 +413,32 @@ def test_above_the_rebuild_size_new_vectors_are_folded_in_until_rebuild_ann(tmp_
             assert len(done) == 1 and "built the ivf_flat vector index over 301 vectors" in done[0]
             stats = await index.collection.table.index_stats("vector_idx")  # type: ignore[union-attr]
             assert stats.num_unindexed_rows == 0 and stats.num_indices == 1
+
+    anyio.run(go)
+
+
+def test_probe_share_scales_nprobes_with_the_partitions(tmp_path: Path) -> None:
+    from simone.providers.documents._store import build_where
+
+    root = tmp_path / "many"
+    root.mkdir()
+    for number in range(300):
+        (root / f"n{number:03d}.md").write_text(f"# Note {number}\n\nTopic {number} about item{number}.\n")
+
+    async def go() -> None:
+        chain = EmbeddingChain([HashEmbedder(256)])
+        async with _index(tmp_path, chain, settings=IndexSettings(ann_min_rows=256)) as index:
+            await index.index_paths([root])
+            table = index.collection
+            assert table is not None and await table.vector_index() == ("IvfFlat", 17)
+            where = build_where([""], {})
+            vectors = await chain.embed([f"Note {n} item{n}" for n in range(0, 300, 15)], space=table.space)
+            for vector in vectors:
+                exact = await table.search_vector(vector, where, 10, exact=True)
+                # every partition probed (a share of 1.0 lifts nprobes 1 to 17): the exact answer
+                every = await table.search_vector(vector, where, 10, nprobes=1, probe_share=1.0)
+                assert every[0].id == exact[0].id  # (equal similarities further down may swap)
+                assert [h.score for h in every] == pytest.approx([h.score for h in exact], abs=1e-5)
 
     anyio.run(go)
 
