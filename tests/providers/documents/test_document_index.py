@@ -443,6 +443,28 @@ def test_probe_share_scales_nprobes_with_the_partitions(tmp_path: Path) -> None:
     anyio.run(go)
 
 
+def test_many_write_batches_are_compacted_before_the_indexes_are_built(tmp_path: Path) -> None:
+    root = tmp_path / "many"
+    root.mkdir()
+    for number in range(200):
+        (root / f"n{number:03d}.md").write_text(f"# Note {number}\n\nTopic {number} about item{number}.\n")
+    config = IndexSettings(write_batch_chunks=16)
+
+    async def go() -> None:
+        async with _index(tmp_path, EmbeddingChain([HashEmbedder(16)]), settings=config) as index:
+            report = await index.index_paths([root])
+            assert report.chunks == 200
+            assert any(note.startswith("compacted ") for note in report.maintenance), report.maintenance
+            table = index.collection
+            assert table is not None
+            stats = await table.table.stats()
+            assert stats["fragment_stats"]["num_fragments"] == 1 and stats["num_rows"] == 200
+            hit = await _search(index, "item123", SearchMode.LEXICAL)
+            assert Path(hit.evidence[0].metadata["path"]).name == "n123.md"
+
+    anyio.run(go)
+
+
 def test_rebuild_ann_before_any_index_run_is_a_clear_error(tmp_path: Path) -> None:
     async def go() -> None:
         async with _index(tmp_path, EmbeddingChain([HashEmbedder(16)])) as index:
