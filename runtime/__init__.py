@@ -102,6 +102,7 @@ from simone.runtime._errors import (
 )
 from simone.runtime._fusion import (
     RRF_K as RRF_K,
+    confidence_weights as confidence_weights,
     rrf as rrf,
 )
 from simone.runtime._packing import (
@@ -117,10 +118,15 @@ from simone.runtime._provider import (
     Provider as Provider,
 )
 from simone.runtime._relevance import (
+    LEXICAL_VOTE as LEXICAL_VOTE,
     RELEVANCE_WORD_SHARE as RELEVANCE_WORD_SHARE,
+    VOTE_SHARPNESS as VOTE_SHARPNESS,
     Judgement as Judgement,
     RelevanceRule as RelevanceRule,
+    VoteCurve as VoteCurve,
+    lexical_standout as lexical_standout,
     rule_for as rule_for,
+    vote_for as vote_for,
 )
 from simone.runtime._router import (
     Router as Router,
@@ -128,15 +134,23 @@ from simone.runtime._router import (
 )
 from simone.runtime._scripts import (
     main_script as main_script,
+    uncovered_language as uncovered_language,
     uncovered_script as uncovered_script,
 )
 
 __all__ = (
     "Judgement",
+    "LEXICAL_VOTE",
     "RELEVANCE_WORD_SHARE",
     "RelevanceRule",
+    "VOTE_SHARPNESS",
+    "VoteCurve",
+    "confidence_weights",
+    "lexical_standout",
     "rule_for",
+    "vote_for",
     "main_script",
+    "uncovered_language",
     "uncovered_script",
     "PackItem",
     "Packed",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -104,3 +105,29 @@ def rrf(
         Fused(item_id, scores[item_id], contributions_of(item_id, positions, k=k, weights=weights))
         for item_id in order
     ]
+
+
+def confidence_weights(log_odds: Mapping[str, float], *, sharpness: float) -> dict[str, float]:
+    """RRF weights from each ranking's confidence: ``exp(sharpness × (z − max z))``.
+
+    Each ranking votes with its odds of being right raised to ``sharpness``, relative to the most
+    confident ranking (which gets weight 1). With RRF's flat head (k = 60: rank 1 and rank 2 differ by
+    1.6 % of a vote) equal weights let any second ranking reorder a first one; weighting by confidence
+    lets the ranking whose best candidate stands out decide, and rankings that agree still add up.
+
+    Args:
+        log_odds: ranking name → log-odds that its best candidate is right (``-inf`` allowed: weight 0).
+        sharpness: how strongly a confidence gap separates the weights (``0``: equal weights).
+
+    Raises:
+        ValueError: a negative or non-finite ``sharpness``, or a NaN / ``+inf`` log-odds.
+    """
+    if not (math.isfinite(sharpness) and sharpness >= 0):
+        raise ValueError(f"sharpness must be a finite number >= 0, got {sharpness}")
+    if any(math.isnan(z) or z == math.inf for z in log_odds.values()):
+        raise ValueError("log-odds must be finite numbers or -inf")
+    finite = [z for z in log_odds.values() if z > -math.inf]
+    if not finite:
+        return dict.fromkeys(log_odds, 1.0)
+    top = max(finite)
+    return {name: math.exp(sharpness * (z - top)) if z > -math.inf else 0.0 for name, z in log_odds.items()}

