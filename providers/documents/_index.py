@@ -47,7 +47,7 @@ from simone.providers.documents._loaders import (
     load_bytes,
     read_bytes,
 )
-from simone.providers.documents._store import Collection, CollectionInfo, DocumentStore, now
+from simone.providers.documents._store import Collection, CollectionInfo, DocumentStore, card_of, now
 from simone.runtime import (
     Analyzer,
     EmbeddingChain,
@@ -793,6 +793,7 @@ def _row(chunk: Chunk, terms: str, vector: npt.NDArray[np.float32] | None, stamp
         "tokens": chunk.tokens,
         "indexed_at": stamp,
         "vector": vector,
+        "card": card_of(chunk.kind, chunk.language, chunk.line_start, chunk.line_end, chunk.project),
     }
 
 

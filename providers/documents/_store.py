@@ -48,7 +48,8 @@ from simone.runtime import (
 
 SPACE_KEY = b"simone.space"
 SCHEMA_KEY = b"simone.schema"
-SCHEMA_VERSION = b"1"
+SCHEMA_VERSION = b"2"
+"""1: without the ``card`` column (added on open)."""
 FTS_INDEX = "terms_idx"
 VECTOR_INDEX = "vector_idx"
 PROJECT_INDEX = "project_idx"
@@ -105,8 +106,27 @@ RESULT_COLUMNS = (
     "text",
     "line_start",
     "line_end",
-    "digest",
 )
+CARD_FIELDS = ("kind", "language", "line_start", "line_end", "project")
+"""The small result columns, also kept tab-joined in one ``card`` column (the project last, so a tab
+in a project name cannot shift the others): reading a row by id costs a random read per column, and
+at 1M rows these five cost ~2 ms each for 25 rows where the text column costs ~1 ms."""
+CARD_SQL = (
+    "concat_ws(chr(9), kind, language, CAST(line_start AS VARCHAR), CAST(line_end AS VARCHAR), project)"
+)
+READ_COLUMNS = ("id", "path", "title", "heading", "text", "terms", "card")
+"""What a read by id selects from a table with the ``card`` column."""
+
+
+def card_of(kind: str, language: str, line_start: int, line_end: int, project: str) -> str:
+    """The ``card`` value of a row (see :data:`CARD_FIELDS`)."""
+    return "\t".join((kind, language, str(line_start), str(line_end), project))
+
+
+def _uncard(row: dict[str, Any]) -> dict[str, Any]:
+    kind, language, start, end, project = str(row.pop("card")).split("\t", 4)
+    row.update(kind=kind, language=language, line_start=int(start), line_end=int(end), project=project)
+    return row
 
 
 def chunk_schema(space: EmbeddingSpace) -> pa.Schema:
@@ -119,6 +139,7 @@ def chunk_schema(space: EmbeddingSpace) -> pa.Schema:
         pa.field("tokens", pa.int32(), nullable=False),
         pa.field("indexed_at", pa.float64(), nullable=False),
         pa.field("vector", pa.list_(pa.float32(), space.dimension), nullable=True),
+        pa.field("card", pa.string(), nullable=True),  # nullable: added to older tables by SQL
     ]
     metadata = {SPACE_KEY: space.model_dump_json().encode(), SCHEMA_KEY: SCHEMA_VERSION}
     return pa.schema(fields, metadata=metadata)
@@ -257,6 +278,14 @@ class DocumentStore:
         table = await self.db.open_table(name)
         schema: pa.Schema = await table.schema()
         space = space_of_schema(name, schema)
+        if "card" not in schema.names:
+            # A table from before the card column: computed from the columns it joins, once.
+            try:
+                await table.add_columns({"card": CARD_SQL})
+            except (OSError, RuntimeError, ValueError) as exc:
+                await table.checkout_latest()
+                if "card" not in (await table.schema()).names:  # not added by another process meanwhile
+                    raise _translate(exc, f"add the card column to {name} (an older table)") from exc
         return Collection(name, table, space)
 
     async def create_collection(self, name: str, space: EmbeddingSpace) -> Collection:
@@ -359,10 +388,10 @@ class Collection:
         # The id test first: the BTree index narrows to a few rows before the rest is evaluated.
         clause = sql_in("id", ids) if where is None else f"{sql_in('id', ids)} AND ({where})"
         try:
-            table = await self.table.query().where(clause).select([*RESULT_COLUMNS, "terms"]).to_arrow()
+            table = await self.table.query().where(clause).select(list(READ_COLUMNS)).to_arrow()
         except (OSError, RuntimeError, ValueError) as exc:
             raise _translate(exc, f"read {len(ids)} chunk(s) by id") from exc
-        return {str(row["id"]): row for row in table.to_pylist()}
+        return {str(row["id"]): _uncard(row) for row in table.to_pylist()}
 
     async def file_states(self, project: str) -> dict[str, str]:
         """``path → file digest`` of every file indexed for ``project``."""

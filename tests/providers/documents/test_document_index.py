@@ -468,6 +468,34 @@ def test_many_write_batches_are_compacted_before_the_indexes_are_built(tmp_path:
     anyio.run(go)
 
 
+def test_a_table_from_before_the_card_column_gets_it_on_open(tmp_path: Path, tree: Path) -> None:
+    async def go() -> None:
+        async with _index(tmp_path, EmbeddingChain([HashEmbedder(16)])) as index:
+            await index.index_paths([tree], project="p\tq")  # a tab in the project: still parsed
+            assert index.collection is not None
+            await index.collection.table.drop_columns(["card"])  # as tables were written before
+        async with _index(tmp_path, EmbeddingChain([HashEmbedder(16)])) as index:
+            assert index.collection is not None
+            assert "card" in (await index.collection.table.schema()).names
+            found = await _search(
+                index,
+                "quarterly budget",
+                SearchMode.LEXICAL,
+                context=TrustedContext(actor="t", project="p\tq"),
+            )
+            first = found.evidence[0].metadata
+            stored = (await index.collection.rows(f"id = '{first['chunk_id']}'")).to_pylist()[0]
+            for name in ("project", "kind", "language", "line_start", "line_end"):
+                assert first[name] == stored[name], name
+            assert first["project"] == "p\tq"
+            assert 1 <= first["line_start"] <= first["line_end"]
+            assert found.evidence[0].locator.endswith(f"#L{first['line_start']}-L{first['line_end']}")
+            again = await index.index_paths([tree], project="p\tq")  # writes work on the migrated table
+            assert again.files_unchanged == again.files_total
+
+    anyio.run(go)
+
+
 def test_rebuild_ann_before_any_index_run_is_a_clear_error(tmp_path: Path) -> None:
     async def go() -> None:
         async with _index(tmp_path, EmbeddingChain([HashEmbedder(16)])) as index:
