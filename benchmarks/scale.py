@@ -46,6 +46,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import os
 import platform
 import random
@@ -490,7 +491,12 @@ async def query_phase(
                 )
             out["latency"] = blocks
             sample = queries[: args.recall_queries]
-            sweep = sorted({settings.ann_nprobes, *args.nprobes})
+            # What the provider probes: ann_nprobes, raised to ann_probe_share of the partitions.
+            index_info = await collection.vector_index()
+            partitions = index_info[1] if index_info is not None else 0
+            effective = max(settings.ann_nprobes, math.ceil(settings.ann_probe_share * partitions))
+            out["nprobes_default"] = effective
+            sweep = sorted({settings.ann_nprobes, effective, *args.nprobes})
             out["recall"] = {
                 name: await recall(collection, replay.real, sample, build_where([""], filters[name]), sweep)
                 for name in ("none", "path_prefix")
@@ -510,8 +516,8 @@ async def query_phase(
                 if all(out["recall"][n]["by_nprobes"][str(p)]["recall@10"] >= 0.95 for n in out["recall"])
             ]
             out["nprobes_for_0.95"] = reaching[0] if reaching else None
-            if reaching and reaching[0] != settings.ann_nprobes:
-                tuned = settings.model_copy(update={"ann_nprobes": reaching[0]})
+            if reaching and reaching[0] != effective:
+                tuned = settings.model_copy(update={"ann_nprobes": reaching[0], "ann_probe_share": 0.0})
                 async with DocumentIndex(store, chain, settings=tuned, collection=COLLECTION) as tuned_index:
                     tuned_provider = tuned_index.provider()
                     for name in ("none", "path_prefix"):
@@ -682,7 +688,7 @@ def summarise(payload: dict[str, Any], big: int, small: int | None) -> list[dict
                 "ms",
             )
         )
-    default = str(payload["ann"]["nprobes"])
+    default = str(top.get("nprobes_default", payload["ann"]["nprobes"]))
     rec = top["recall"]["none"]
     ann = rec["by_nprobes"][default]
     rec_f = top["recall"]["path_prefix"]["by_nprobes"][default]
@@ -879,6 +885,7 @@ async def main(args: argparse.Namespace) -> None:
         "kind": "ivf_flat",
         "partitions": "sqrt(rows)",
         "nprobes": settings.ann_nprobes,
+        "probe_share": settings.ann_probe_share,
         "refine_factor": settings.ann_refine_factor,
     }
     real = real_embedder()
