@@ -20,8 +20,8 @@ Every semantic leg is judged by the relevance rule of its model (:class:`~simone
 a fused candidate is kept when it shares words with the question (hybrid) or is relevant by meaning;
 the rest are dropped, and the best semantic candidates judged not relevant are reported as
 ``not_relevant`` exclusions. A leg whose model does not cover the question (its script, or its
-language: the bundled MiniLM is English-only, USE lacks e.g. Vietnamese) is skipped and named in
-``details["skipped_legs"]``.
+language as its letters tell: the bundled MiniLM is English-only, USE lacks e.g. Vietnamese) is
+skipped and named in ``details["skipped_legs"]``.
 
 When a semantic leg cannot run (no embedder of its space answers), the other legs answer, the
 provider says so in ``degraded`` and reports the leg's :class:`~simone.runtime.ProviderFailure` in
@@ -161,9 +161,8 @@ class DocumentIndexProvider:
         semantic_legs: list[tuple[str, Collection]] = []
         skipped: dict[str, str] = {}
         if mode is not SearchMode.LEXICAL:
-            english = index.analyzer.is_english(request.query)
             for leg, table in index.semantic_collections():
-                uncovered = uncovered_language(request.query, table.space.key, english=english)
+                uncovered = uncovered_language(request.query, table.space.key)
                 if uncovered is None:
                     semantic_legs.append((leg, table))
                 else:

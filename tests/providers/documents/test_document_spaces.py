@@ -207,10 +207,10 @@ def test_a_question_not_in_english_skips_the_english_only_leg(
     async def go() -> None:
         async with _index(tmp_path, EmbeddingChain([onnx])) as index:
             await index.index_paths([docs])
-            result = await _ask(index, "Quanto tempo se amassa a massa do pão?", SearchMode.HYBRID)
+            result = await _ask(index, "Quanto tempo é preciso amassar o pão à mão?", SearchMode.HYBRID)
             (hits,) = result.trace.providers
             assert hits.details["skipped_legs"] == {
-                "semantic": "all-MiniLM-L6-v2 does not cover questions that are not English"
+                "semantic": "all-MiniLM-L6-v2 does not cover the letters à, ã, é (outside its languages' alphabets)"
             }
             assert any("lexical results only" in reason for reason in hits.degraded)
             assert hits.details["legs"].keys() == {"lexical"} and hits.details["votes"] == {}
