@@ -25,7 +25,7 @@ In one run, with real LanceDB collections under benchmarks/.cache/multilingual:
    the committed results): those are reported and were never used to choose a parameter. The
    fusion's confidence curves and sharpness (runtime/_relevance.py ``LEXICAL_VOTE``,
    ``CALIBRATED_VOTES``, ``VOTE_SHARPNESS``) were fitted on a **tuning split**: :func:`tuning`, 600
-   of the other questions per language. ``--split held-out`` reports questions from neither set
+   of the other questions per language (benchmarks/fusion_tuning.py). ``--split held-out`` reports questions from neither set
    (:func:`held_out`, up to 490 per language; nDCG only, written to
    results/multilingual-held-out.json), a larger sample than the 100 reported questions, on which
    one question moves a language's mean by up to 0.01.

@@ -187,12 +187,13 @@ DEFAULT_SEMANTIC_VOTE = VoteCurve(-2.11, (12.83,))
 """Models without a fit of their own: both models' questions pooled (11,447)."""
 
 VOTE_SHARPNESS = 1.5
-"""Weights are ``exp(1.5 × log-odds)``, relative to the most confident leg. Chosen on the tuning split
-(simulated offline from each question's leg candidates): the sharpness with no language's monolingual
-hybrid below lexical and the best worst case, the smallest over ar, de, en, es, ru, th, tr, zh of the
-mean gain over lexical minus one standard error of a 100-question mean (sharpness 1.0: vi 0.0002
-below lexical; 1.25 / 1.5 / 1.75 / 2.0: none below, worst case −0.0055 / −0.0028 / −0.0042 /
-−0.0050). SciFact hybrid nDCG@10 in the same simulation: 0.722 / 0.721 / 0.721 / 0.720."""
+"""Weights are ``exp(1.5 × log-odds)``, relative to the most confident leg. Chosen on the tuning split by
+``benchmarks/fusion_tuning.py`` (results/fusion_tuning.json; the fusion replayed from each question's
+recorded legs): the sharpness with no language's monolingual hybrid below lexical and the best worst
+case, the smallest over ar, de, en, es, ru, th, tr, zh of the mean gain over lexical minus one standard
+error of a 100-question mean (sharpness 1.0: vi 0.0002 below lexical; 1.25 / 1.5 / 1.75 / 2.0: none
+below, worst case −0.0060 / −0.0024 / −0.0042 / −0.0049). SciFact hybrid nDCG@10 in the same replay,
+1.0 to 2.0: 0.725 / 0.723 / 0.721 / 0.720 / 0.720."""
 
 
 def vote_for(space_key: str) -> VoteCurve:
