@@ -115,6 +115,12 @@ class DocumentIndexProvider:
         mode = request.mode or SearchMode(index.settings.default_mode)
         projects = [""] if not context.project else ["", context.project]
         where = build_where(projects, request.filters)
+        unscoped = build_where(projects, request.filters, scoped=False)
+
+        async def leg_where(table: Collection) -> str:
+            # The legs leave out a project test every row passes; rows are read with ``where``.
+            return unscoped if await table.only_projects(projects) else where
+
         candidates = max(request.limit, index.settings.leg_candidates)
         query_terms = index.analyzer.terms(request.query)
         legs: dict[str, list[Hit]] = {}
@@ -128,7 +134,7 @@ class DocumentIndexProvider:
             started = time.perf_counter()
             try:
                 hits = legs["lexical"] = await collection.search_terms(
-                    " ".join(query_terms), where, candidates
+                    " ".join(query_terms), await leg_where(collection), candidates
                 )
                 if with_top and hits:
                     # The best hit's terms give the leg's confidence in the fusion (its coverage of
@@ -147,7 +153,7 @@ class DocumentIndexProvider:
                 timings[f"{leg}_embed_ms"] = (time.perf_counter() - started) * 1000
                 legs[leg] = await table.search_vector(
                     vectors[0],
-                    where,
+                    await leg_where(table),
                     candidates,
                     nprobes=index.settings.ann_nprobes,
                     refine_factor=index.settings.ann_refine_factor or None,

@@ -160,14 +160,17 @@ def _like_prefix(value: str) -> str:
     return sql_string(escaped + "%")
 
 
-def build_where(projects: Sequence[str], filters: Mapping[str, object]) -> str:
+def build_where(projects: Sequence[str], filters: Mapping[str, object], *, scoped: bool = True) -> str:
     """The SQL filter for a search: the visible projects and the metadata filters.
+
+    ``scoped=False`` leaves the project test out, for a table whose rows are all visible (see
+    :meth:`Collection.only_projects`); the result may then be empty (no filter).
 
     Raises:
         InvalidRequest: an unknown filter key, a non-text value, or ``project`` (scope comes only
             from the trusted context).
     """
-    clauses = [sql_in("project", projects)]
+    clauses = [sql_in("project", projects)] if scoped else []
     for key in sorted(filters):
         value = filters[key]
         if key == "project":
@@ -347,6 +350,7 @@ class Collection:
         self.schema = chunk_schema(space)
         self._pending: tuple[int, int] | None = None
         self._vector_index: tuple[int, tuple[str, int] | None] | None = None
+        self._only_projects: dict[tuple[int, tuple[str, ...]], bool] = {}
 
     # -- reading -----------------------------------------------------------------------------------
 
@@ -362,6 +366,20 @@ class Collection:
         count = await self.count("vector IS NULL")
         self._pending = (version, count)
         return count
+
+    async def only_projects(self, projects: Sequence[str]) -> bool:
+        """Whether every row belongs to one of ``projects`` (checked once per table version).
+
+        A search may then leave its project test out (at 1M rows the test cost the vector search
+        ~4 ms); rows are still read with it (:meth:`fetch`), so a row written meanwhile for
+        another project is never returned.
+        """
+        version = await self.table.version()
+        key = (version, tuple(sorted(set(projects))))
+        if key not in self._only_projects:
+            others = await self.count(f"NOT ({sql_in('project', key[1])})")
+            self._only_projects = {key: others == 0}
+        return self._only_projects[key]
 
     async def vector_index(self) -> tuple[str, int] | None:
         """The table's vector index as (kind, partitions), e.g. ``("IvfFlat", 316)``; ``None`` without one.
@@ -716,14 +734,10 @@ class Collection:
         """BM25 over the analysed-terms column (LanceDB's FTS), best first; ids and scores only."""
         if not terms.strip():
             return []
-        table = await (
-            self.table.query()
-            .nearest_to_text(terms, columns="terms")
-            .where(where)
-            .select(["id", "_score"])
-            .limit(limit)
-            .to_arrow()
-        )
+        query = self.table.query().nearest_to_text(terms, columns="terms")
+        if where:
+            query = query.where(where)
+        table = await query.select(["id", "_score"]).limit(limit).to_arrow()
         ids = table.column("id").to_pylist()
         scores = table.column("_score").to_pylist()
         return [Hit(str(i), float(score)) for i, score in zip(ids, scores, strict=True)]
@@ -755,10 +769,11 @@ class Collection:
             .nearest_to(vector.astype(np.float32))
             .column("vector")
             .distance_type("cosine")
-            .where(where)
             .select(["id", "_distance"])
             .limit(limit)
         )
+        if where:
+            query = query.where(where)
         if exact:
             query = query.bypass_vector_index()
         else:

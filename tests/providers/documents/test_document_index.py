@@ -180,6 +180,38 @@ def test_project_scoping_and_metadata_filters(tmp_path: Path, tree: Path) -> Non
     anyio.run(go)
 
 
+def test_a_single_project_table_searches_without_the_project_test_yet_never_leaks(
+    tmp_path: Path, tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from simone.providers.documents._store import Collection
+
+    async def go() -> None:
+        async with _index(tmp_path, EmbeddingChain([HashEmbedder(32)])) as index:
+            await index.index_paths([tree], project="alpha")
+            table = index.collection
+            assert table is not None
+            assert await table.only_projects(["", "alpha"]) and not await table.only_projects([""])
+            alpha = TrustedContext(actor="a", project="alpha")
+            found = await _search(index, "refund", SearchMode.HYBRID, context=alpha)
+            assert found.evidence and {e.metadata["project"] for e in found.evidence} == {"alpha"}
+            # A writer adds another project's rows between the check and the search: the legs run
+            # unscoped, and the rows are still read with the project test, so nothing leaks.
+            monkeypatch.setattr(Collection, "only_projects", _always_only)
+            nobody = TrustedContext(actor="c")
+            for mode in SearchMode:
+                leaked = await _search(index, "refund", mode, context=nobody)
+                assert leaked.evidence == [], mode
+                assert sum(leaked.details["legs"].values()) > 0, (
+                    "the legs ran unscoped and found alpha's rows"
+                )
+
+    anyio.run(go)
+
+
+async def _always_only(self: Any, projects: Sequence[str]) -> bool:
+    return True
+
+
 def test_rows_added_after_the_fts_build_are_found(tmp_path: Path, tree: Path) -> None:
     async def go() -> None:
         async with _index(tmp_path, EmbeddingChain([HashEmbedder(32)])) as index:
