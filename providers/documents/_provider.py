@@ -139,8 +139,8 @@ class DocumentIndexProvider:
                 if with_top and hits:
                     # The best hit's terms give the leg's confidence in the fusion (its coverage of
                     # the question); read here, beside the semantic legs, not after them.
-                    row = (await collection.fetch([hits[0].id], where)).get(hits[0].id)
-                    top_terms.update(str(row["terms"]).split() if row is not None else ())
+                    terms = (await collection.terms_of([hits[0].id], where)).get(hits[0].id)
+                    top_terms.update(terms.split() if terms is not None else ())
             except Exception as exc:  # noqa: BLE001 - LanceDB raises untyped errors; translated here
                 failures.append(self._failure("lexical", exc, started))
             timings["lexical_ms"] = (time.perf_counter() - started) * 1000
