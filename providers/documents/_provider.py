@@ -235,6 +235,15 @@ class DocumentIndexProvider:
             query_set,
             request.limit,
             weights=weights,
+            # Row ids are a read hint only where the leg searched the table rows are read from.
+            row_hints={
+                hit.id: hit.row
+                for leg, hits in legs.items()
+                if leg == "lexical" or tables.get(leg) is collection
+                for hit in hits
+                if hit.row is not None
+            },
+            projects=projects,
             lexical_only=not judged,
             word_share=RELEVANCE_WORD_SHARE
             if index.settings.relevance_word_share is None
@@ -292,6 +301,8 @@ class DocumentIndexProvider:
         limit: int,
         *,
         weights: dict[str, float],
+        row_hints: dict[str, int],
+        projects: list[str],
         lexical_only: bool,
         word_share: float,
     ) -> tuple[list[Evidence], list[Exclusion]]:
@@ -343,7 +354,7 @@ class DocumentIndexProvider:
             window = order[position : position + page]
             position += len(window)
             wanted = [chunk_id for chunk_id, _ in window] + (rejected if read == 0 else [])
-            rows = await collection.fetch(wanted, where) if wanted else {}
+            rows = await collection.fetch(wanted, where, rows=row_hints, projects=projects) if wanted else {}
             if read == 0:
                 for chunk_id in rejected:
                     if (row := rows.get(chunk_id)) is not None:

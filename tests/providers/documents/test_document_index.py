@@ -528,6 +528,37 @@ def test_a_table_from_before_the_card_column_gets_it_on_open(tmp_path: Path, tre
     anyio.run(go)
 
 
+def test_reads_by_row_id_are_checked_against_id_and_project(tmp_path: Path, tree: Path) -> None:
+    from simone.providers.documents._store import build_where
+
+    async def go() -> None:
+        async with _index(tmp_path, EmbeddingChain([HashEmbedder(16)])) as index:
+            await index.index_paths([tree], project="alpha")
+            table = index.collection
+            assert table is not None
+            hits = await table.search_terms(
+                "budget report refund install", build_where(["", "alpha"], {}), 10
+            )
+            assert len(hits) >= 2 and all(hit.row is not None for hit in hits)
+            ids = [hit.id for hit in hits]
+            hints = {hit.id: hit.row for hit in hits if hit.row is not None}
+            visible = ["", "alpha"]
+            where = build_where(visible, {})
+            by_id = await table.fetch(ids, where)
+            assert set(by_id) == set(ids)
+            assert await table.fetch(ids, where, rows=hints, projects=visible) == by_id
+            # Stale hints (rows moved by a compaction): each taken row's id is checked, and the
+            # ids whose row does not match are read by id instead.
+            swapped = dict(zip(ids, [hints[i] for i in reversed(ids)], strict=True))
+            assert await table.fetch(ids, where, rows=swapped, projects=visible) == by_id
+            gone = {i: 10**12 + n for n, i in enumerate(ids)}
+            assert await table.fetch(ids, where, rows=gone, projects=visible) == by_id
+            # Taken rows outside the caller's projects are not returned, whatever the hint says.
+            assert await table.fetch(ids, build_where([""], {}), rows=hints, projects=[""]) == {}
+
+    anyio.run(go)
+
+
 def test_rebuild_ann_before_any_index_run_is_a_clear_error(tmp_path: Path) -> None:
     async def go() -> None:
         async with _index(tmp_path, EmbeddingChain([HashEmbedder(16)])) as index:
