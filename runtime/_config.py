@@ -124,10 +124,12 @@ class IndexSettings(_Section):
     # Measured at 100k chunks (benchmarks/index_speed.py, two runs): recall@10 vs exact 0.976-0.991
     # for IVF_FLAT and 0.980-0.989 for IVF_HNSW_SQ with refine; IVF_FLAT builds ~3x faster.
     ann_index: Literal["ivf_flat", "ivf_hnsw_sq"] = "ivf_flat"
-    ann_nprobes: Annotated[int, Field(ge=1, le=10_000)] = 20
-    # nprobes grows to this share of the index's partitions (sqrt(rows) for IVF_FLAT): at 100k rows
-    # (316 partitions) that is the 20 above; at 1M rows (1,000) 60 — benchmarks/scale.py measured
-    # recall@10 0.903 at nprobes 20, 0.975 at 60, 1.0 at 80 there.
+    # IVF partitions probed, at least. At 100k rows (316 partitions) recall@10 against exact search
+    # moved between index builds from 0.947-0.963 at 20 probes to 0.983-0.990 at 40, for ~2 ms.
+    ann_nprobes: Annotated[int, Field(ge=1, le=10_000)] = 40
+    # nprobes grows to this share of the index's partitions (sqrt(rows) for IVF_FLAT): at 1M rows
+    # (1,000 partitions) 60 — benchmarks/scale.py measured recall@10 0.90-0.92 at 20 and 40 probes,
+    # 0.975-1.0 at 60 and 1.0 at 80 there (60 → 80 probes: +10 ms).
     ann_probe_share: Annotated[float, Field(ge=0.0, le=1.0)] = 0.06
     # New vectors after the ANN index exists: LanceDB merges them into it, and a merged IVF index
     # searched 3-4x slower than a fresh one (6 → 22 ms at 100k rows), so the index is rebuilt
