@@ -425,13 +425,7 @@ class DocumentIndex:
         """Embed the chunks waiting for a vector (``simone index --embed-pending``)."""
         started = time.perf_counter()
         async with self._write_lock:
-            collection = await self._open_collection()
-            if collection is None:
-                raise ProviderNotConfigured(
-                    f"collection {self.name!r} does not exist yet; run 'simone index PATH' first",
-                    provider="document-index",
-                )
-            await self._ensure_extras(collection)
+            collection = await self._existing_collection()
             report = IndexReport(collection=self.name, space=collection.space.key)
             state = _RunState(embed=True)
             await self._embed_all_pending(collection, report, state, progress)
@@ -439,6 +433,17 @@ class DocumentIndex:
             report.elapsed_s = time.perf_counter() - started
             self._notify(progress, report)
             return report
+
+    async def _existing_collection(self) -> Collection:
+        """The collection with its extra spaces; ProviderNotConfigured before the first index run."""
+        collection = await self._open_collection()
+        if collection is None:
+            raise ProviderNotConfigured(
+                f"collection {self.name!r} does not exist yet; run 'simone index PATH' first",
+                provider="document-index",
+            )
+        await self._ensure_extras(collection)
+        return collection
 
     async def rebuild_ann(self) -> list[str]:
         """Build every table's vector index afresh (``simone index --rebuild-ann``); what was done.
@@ -448,13 +453,7 @@ class DocumentIndex:
         vectors get none (exact search). Raises ProviderNotConfigured before the first index run.
         """
         async with self._write_lock:
-            collection = await self._open_collection()
-            if collection is None:
-                raise ProviderNotConfigured(
-                    f"collection {self.name!r} does not exist yet; run 'simone index PATH' first",
-                    provider="document-index",
-                )
-            await self._ensure_extras(collection)
+            collection = await self._existing_collection()
             done: list[str] = []
             for table in (collection, *self._extras.values()):
                 embedded = await table.count() - await table.pending_count()

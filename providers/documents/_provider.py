@@ -4,7 +4,8 @@
   :class:`~simone.runtime.Analyzer` as the rows);
 * **semantic** — one leg per embedding space the collection carries (``semantic`` for its own,
   ``semantic:<provider>`` for each extra space): the query embedded in that space, nearest chunks by
-  cosine similarity (exact below the ANN threshold, ANN with refinement above);
+  cosine similarity (exact below the ANN threshold, the IVF index above: ``nprobes`` partitions at
+  least, and at least ``ann_probe_share`` of them; refined by exact distance for IVF_HNSW_SQ);
 * **hybrid** — all legs at once, fused by RRF here, each leg weighted by its confidence (the router
   fuses again across providers).
 

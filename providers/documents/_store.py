@@ -706,64 +706,6 @@ class Collection:
                 "rebuilt: 'simone index --rebuild-ann')"
             )
         return done
-        if full_text and FTS_INDEX not in indexes:
-            await self.table.create_index(
-                "terms",
-                config=FTS(
-                    base_tokenizer="whitespace",
-                    lower_case=False,
-                    stem=False,
-                    remove_stop_words=False,
-                    ascii_folding=False,
-                    max_token_length=64,
-                    with_position=False,
-                ),
-                name=FTS_INDEX,
-            )
-            done.append("built the full-text index")
-        if PROJECT_INDEX not in indexes:
-            # Every search filters on the project; without a scalar index that prefilter scans the
-            # whole column and costs more than the vector search itself (measured ~10x at 100k rows).
-            await self.table.create_index("project", config=Bitmap(), name=PROJECT_INDEX)
-        if ID_INDEX not in indexes:
-            # Rows are read by id after fusion; without this index each read scans the id column.
-            await self.table.create_index("id", config=BTree(), name=ID_INDEX)
-        for column, config in SCALAR_INDEXES.items():
-            # Metadata filters and the digest lookups of re-indexing scan every row without these
-            # (benchmarks/scale.py at 1M rows: a path_prefix filter made hybrid p95 6x slower).
-            if f"{column}_idx" not in indexes:
-                await self.table.create_index(
-                    column, config=BTree() if config == "btree" else Bitmap(), name=f"{column}_idx"
-                )
-        pending = await self.pending_count()
-        embedded = rows - pending
-        fresh = 0  # vectors written since the vector index was built (pending rows have none)
-        if VECTOR_INDEX not in indexes and (embedded >= ann_min_rows or (force_ann and embedded >= 256)):
-            await self.build_ann(ann_kind, embedded)
-            done.append(f"built the {ann_kind} vector index over {embedded:,} vectors")
-        elif VECTOR_INDEX in indexes:
-            vector = await self.table.index_stats(VECTOR_INDEX)
-            fresh = max(0, (vector.num_unindexed_rows if vector is not None else 0) - pending)
-        stats = await self.table.index_stats(FTS_INDEX if full_text else ID_INDEX)
-        behind = stats.num_unindexed_rows if stats is not None else 0
-        if behind or fresh or len(done) == 0:
-            # Compacts the write batches' small fragments and folds new rows into every index.
-            await self.table.optimize()
-            if behind:
-                done.append(f"added {behind:,} rows to the indexes")
-        if fresh and (embedded <= ann_rebuild_rows or fresh >= ann_rebuild_share * embedded or force_ann):
-            # LanceDB folds new vectors into an IVF index by merging, and the merged index searches
-            # 3-4x slower than a freshly built one (benchmarks at 100k rows, nprobes 20: 6 ms → 22-24
-            # ms after folding in 2,000 rows; rebuilt: 6-7 ms again). Rebuilding also re-trains the
-            # partitions on the current data; it costs ~8 s at 100k rows and ~110 s at 1M.
-            await self.build_ann(ann_kind, embedded)
-            done.append(f"rebuilt the {ann_kind} vector index over {embedded:,} vectors ({fresh:,} new)")
-        elif fresh:
-            done.append(
-                f"folded {fresh:,} new vectors into the vector index (searches are slower until it is "
-                "rebuilt: 'simone index --rebuild-ann')"
-            )
-        return done
 
     async def build_ann(self, kind: AnnKind, rows: int) -> None:
         """(Re)build the vector index of ``kind`` with about sqrt(rows) partitions."""

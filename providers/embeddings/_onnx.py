@@ -15,7 +15,7 @@ import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, Self
+from typing import TYPE_CHECKING, Any, Literal, Self, cast
 
 import anyio
 import numpy as np
@@ -355,9 +355,15 @@ class OnnxMiniLMEmbedder:
                     retryable=False,
                 )
             running = self._choose(path)
+        from simone.providers.embeddings.quantize import open_session
+
         try:
-            session = _session(running[1], self._threads)
-            short = _session(running[1], 1) if self._threads > 1 else None
+            session = cast("onnxruntime.InferenceSession", open_session(running[1], self._threads))
+            short = (
+                cast("onnxruntime.InferenceSession", open_session(running[1], 1))
+                if self._threads > 1
+                else None
+            )
         except Exception as exc:
             raise ProviderUnavailable(
                 f"onnxruntime cannot load {running[1]}: {type(exc).__name__}: {exc}",
@@ -393,15 +399,3 @@ class OnnxMiniLMEmbedder:
                 retryable=False,
             )
         return (choice.variant, choice.path, choice.reason)
-
-
-def _session(path: Path, threads: int) -> onnxruntime.InferenceSession:
-    import onnxruntime
-
-    options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
-    options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
-    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
-    options.log_severity_level = 3
-    return onnxruntime.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])

@@ -63,6 +63,15 @@ def _index(tmp_path: Path, chain: EmbeddingChain, **kwargs: Any) -> DocumentInde
     return DocumentIndex(DocumentStore(tmp_path / "index"), chain, settings=settings, **kwargs)
 
 
+def _many_notes(tmp_path: Path, count: int) -> Path:
+    """``count`` one-section Markdown notes, each about its own item, in ``tmp_path/many``."""
+    root = tmp_path / "many"
+    root.mkdir()
+    for number in range(count):
+        (root / f"n{number:03d}.md").write_text(f"# Note {number}\n\nTopic {number} about item{number}.\n")
+    return root
+
+
 async def _search(index: DocumentIndex, query: str, mode: SearchMode, **fields: Any) -> Any:
     context = fields.pop("context", CONTEXT)
     request = Router([]).request(query, mode=mode, **fields)
@@ -401,10 +410,7 @@ def test_new_chunk_settings_rechunk_unchanged_files(tmp_path: Path, tree: Path) 
 def test_the_ann_index_is_built_past_the_threshold_and_new_rows_are_still_found(
     tmp_path: Path, kind: str
 ) -> None:
-    root = tmp_path / "many"
-    root.mkdir()
-    for number in range(300):
-        (root / f"n{number:03d}.md").write_text(f"# Note {number}\n\nTopic {number} about item{number}.\n")
+    root = _many_notes(tmp_path, 300)
     config = IndexSettings(ann_min_rows=256, ann_index=kind)  # type: ignore[arg-type]
 
     async def go() -> None:
@@ -429,10 +435,7 @@ def test_the_ann_index_is_built_past_the_threshold_and_new_rows_are_still_found(
 
 
 def test_above_the_rebuild_size_new_vectors_are_folded_in_until_rebuild_ann(tmp_path: Path) -> None:
-    root = tmp_path / "many"
-    root.mkdir()
-    for number in range(300):
-        (root / f"n{number:03d}.md").write_text(f"# Note {number}\n\nTopic {number} about item{number}.\n")
+    root = _many_notes(tmp_path, 300)
     config = IndexSettings(ann_min_rows=256, ann_rebuild_rows=100, ann_rebuild_share=0.5)
 
     async def go() -> None:
@@ -455,10 +458,7 @@ def test_above_the_rebuild_size_new_vectors_are_folded_in_until_rebuild_ann(tmp_
 def test_probe_share_scales_nprobes_with_the_partitions(tmp_path: Path) -> None:
     from simone.providers.documents._store import build_where
 
-    root = tmp_path / "many"
-    root.mkdir()
-    for number in range(300):
-        (root / f"n{number:03d}.md").write_text(f"# Note {number}\n\nTopic {number} about item{number}.\n")
+    root = _many_notes(tmp_path, 300)
 
     async def go() -> None:
         chain = EmbeddingChain([HashEmbedder(256)])
@@ -479,10 +479,7 @@ def test_probe_share_scales_nprobes_with_the_partitions(tmp_path: Path) -> None:
 
 
 def test_many_write_batches_are_compacted_before_the_indexes_are_built(tmp_path: Path) -> None:
-    root = tmp_path / "many"
-    root.mkdir()
-    for number in range(200):
-        (root / f"n{number:03d}.md").write_text(f"# Note {number}\n\nTopic {number} about item{number}.\n")
+    root = _many_notes(tmp_path, 200)
     config = IndexSettings(write_batch_chunks=16)
 
     async def go() -> None:
