@@ -124,8 +124,17 @@ def card_of(kind: str, language: str, line_start: int, line_end: int, project: s
 
 
 def _uncard(row: dict[str, Any]) -> dict[str, Any]:
-    kind, language, start, end, project = str(row.pop("card")).split("\t", 4)
-    row.update(kind=kind, language=language, line_start=int(start), line_end=int(end), project=project)
+    card = row.pop("card")
+    try:
+        kind, language, start, end, project = str(card).split("\t", 4)
+        row.update(kind=kind, language=language, line_start=int(start), line_end=int(end), project=project)
+    except ValueError as exc:
+        raise ProviderUnavailable(
+            f"chunk {row.get('id')!r} has a damaged card column ({card!r}); the table was altered "
+            "outside simone: re-index into a new collection",
+            provider="document-index",
+            retryable=False,
+        ) from exc
     return row
 
 

@@ -556,6 +556,19 @@ def test_reads_by_row_id_are_checked_against_id_and_project(tmp_path: Path, tree
     anyio.run(go)
 
 
+def test_a_damaged_card_is_a_typed_error(tmp_path: Path, tree: Path) -> None:
+    async def go() -> None:
+        async with _index(tmp_path, EmbeddingChain([HashEmbedder(16)])) as index:
+            await index.index_paths([tree])
+            table = index.collection
+            assert table is not None
+            await table.table.update({"card": "markdown"})  # altered outside simone
+            with pytest.raises(ProviderUnavailable, match="damaged card column"):
+                await _search(index, "quarterly budget", SearchMode.LEXICAL)
+
+    anyio.run(go)
+
+
 def test_rebuild_ann_before_any_index_run_is_a_clear_error(tmp_path: Path) -> None:
     async def go() -> None:
         async with _index(tmp_path, EmbeddingChain([HashEmbedder(16)])) as index:
