@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from functools import partial
@@ -105,7 +106,7 @@ class StoreCore:
             db.row_factory = sqlite3.Row
             try:
                 db.execute(f"PRAGMA busy_timeout = {int(self._settings.busy_timeout_s * 1000)}")
-                db.execute("PRAGMA journal_mode = WAL")
+                _wal(db, self._settings.busy_timeout_s)
                 db.execute("PRAGMA synchronous = NORMAL")
                 # a larger page cache and memory-mapped reads keep rank-then-fetch lookups off the syscalls
                 db.execute("PRAGMA cache_size = -65536")
@@ -269,3 +270,20 @@ class StoreCore:
             return cursor.rowcount
 
         return self._write(transaction)
+
+
+def _wal(db: sqlite3.Connection, timeout_s: float) -> None:
+    """Switch ``db`` to WAL, retrying while another process holds the lock the switch needs.
+
+    SQLite does not call the busy handler for this switch in every lock state: two processes
+    opening a new database at once saw "database is locked" at once (tests: two writers).
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.02)
