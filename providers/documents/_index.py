@@ -778,7 +778,7 @@ def extra_table_name(collection: str, space: EmbeddingSpace) -> str:
 
 def _row(chunk: Chunk, terms: str, vector: npt.NDArray[np.float32] | None, stamp: float) -> dict[str, Any]:
     context = chunk.embed_text[: -len(chunk.text)].rstrip("\n") if chunk.embed_text != chunk.text else ""
-    return {
+    row = {
         "id": chunk.id,
         "project": chunk.project,
         "path": chunk.path,
@@ -797,8 +797,9 @@ def _row(chunk: Chunk, terms: str, vector: npt.NDArray[np.float32] | None, stamp
         "tokens": chunk.tokens,
         "indexed_at": stamp,
         "vector": vector,
-        "card": card_of(chunk.kind, chunk.language, chunk.line_start, chunk.line_end, chunk.project),
     }
+    row["card"] = card_of(row)
+    return row
 
 
 def _absolute(path: str | Path) -> str:

@@ -95,39 +95,32 @@ _TEXT_COLUMNS = (
 COMPACT_FRAGMENTS = 8
 """Small fragments (one per write batch) from which maintenance compacts the table."""
 
-RESULT_COLUMNS = (
-    "id",
-    "project",
-    "path",
-    "title",
-    "heading",
-    "kind",
-    "language",
-    "text",
-    "line_start",
-    "line_end",
-)
 CARD_FIELDS = ("kind", "language", "line_start", "line_end", "project")
 """The small result columns, also kept tab-joined in one ``card`` column (the project last, so a tab
 in a project name cannot shift the others): reading a row by id costs a random read per column, and
 at 1M rows these five cost ~2 ms each for 25 rows where the text column costs ~1 ms."""
-CARD_SQL = (
-    "concat_ws(chr(9), kind, language, CAST(line_start AS VARCHAR), CAST(line_end AS VARCHAR), project)"
+_CARD_INTS = frozenset({"line_start", "line_end"})
+CARD_SQL = "concat_ws(chr(9), {})".format(
+    ", ".join(f"CAST({name} AS VARCHAR)" if name in _CARD_INTS else name for name in CARD_FIELDS)
 )
+"""The ``card`` of an older table's rows, computed from the columns it joins."""
 READ_COLUMNS = ("id", "path", "title", "heading", "text", "terms", "card")
-"""What a read by id selects from a table with the ``card`` column."""
+"""What a read by id selects."""
 
 
-def card_of(kind: str, language: str, line_start: int, line_end: int, project: str) -> str:
-    """The ``card`` value of a row (see :data:`CARD_FIELDS`)."""
-    return "\t".join((kind, language, str(line_start), str(line_end), project))
+def card_of(row: Mapping[str, Any]) -> str:
+    """The ``card`` value of a row holding the :data:`CARD_FIELDS`."""
+    return "\t".join(str(row[name]) for name in CARD_FIELDS)
 
 
 def _uncard(row: dict[str, Any]) -> dict[str, Any]:
     card = row.pop("card")
     try:
-        kind, language, start, end, project = str(card).split("\t", 4)
-        row.update(kind=kind, language=language, line_start=int(start), line_end=int(end), project=project)
+        parts = str(card).split("\t", len(CARD_FIELDS) - 1)
+        if len(parts) != len(CARD_FIELDS):
+            raise ValueError(f"{len(parts)} fields")
+        for name, value in zip(CARD_FIELDS, parts, strict=True):
+            row[name] = int(value) if name in _CARD_INTS else value
     except ValueError as exc:
         raise ProviderUnavailable(
             f"chunk {row.get('id')!r} has a damaged card column ({card!r}); the table was altered "

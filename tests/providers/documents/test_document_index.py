@@ -468,12 +468,18 @@ def test_probe_share_scales_nprobes_with_the_partitions(tmp_path: Path) -> None:
             assert table is not None and await table.vector_index() == ("IvfFlat", 17)
             where = build_where([""], {})
             vectors = await chain.embed([f"Note {n} item{n}" for n in range(0, 300, 15)], space=table.space)
+            one_probe_missed = 0
             for vector in vectors:
                 exact = await table.search_vector(vector, where, 10, exact=True)
                 # every partition probed (a share of 1.0 lifts nprobes 1 to 17): the exact answer
                 every = await table.search_vector(vector, where, 10, nprobes=1, probe_share=1.0)
                 assert every[0].id == exact[0].id  # (equal similarities further down may swap)
                 assert [h.score for h in every] == pytest.approx([h.score for h in exact], abs=1e-5)
+                one = await table.search_vector(vector, where, 10, nprobes=1)
+                one_probe_missed += [h.score for h in one] != pytest.approx(
+                    [h.score for h in exact], abs=1e-5
+                )
+            assert one_probe_missed, "one probe of 17 partitions should miss neighbours: the share matters"
 
     anyio.run(go)
 
