@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import accumulate
@@ -48,6 +49,20 @@ class TokenCounter(Protocol):
         """``text`` cut at token boundaries into pieces of at most ``max_tokens`` tokens."""
         ...
 
+    def token_starts(self, text: str) -> list[int] | None:
+        """Start offsets of ``text``'s tokens, or ``None`` when spans cannot be counted from them.
+
+        A counter returns offsets only when its counts add up over text split at whitespace and
+        punctuation (a BERT pre-tokenizer does: no token crosses such a boundary), so the chunker
+        tokenises each document once and counts every line, sentence and chunk from the offsets.
+        ``None`` makes the chunker tokenise each of those pieces on its own.
+        """
+        ...
+
+
+_ADDITIVE_PIPELINE = ("BertNormalizer", "BertPreTokenizer", "WordPiece")
+"""Normalizer, pre-tokenizer and model whose token counts add up over whitespace/punctuation splits."""
+
 
 class HFTokenCounter:
     """A :class:`TokenCounter` over a Hugging Face ``tokenizers.Tokenizer``.
@@ -65,6 +80,8 @@ class HFTokenCounter:
         copy.no_truncation()
         self._tokenizer = copy
         self._special = copy.num_special_tokens_to_add(False)
+        pipeline = tuple(type(part).__name__ for part in (copy.normalizer, copy.pre_tokenizer, copy.model))
+        self._additive = pipeline == _ADDITIVE_PIPELINE
 
     @property
     def special_tokens(self) -> int:
@@ -80,6 +97,12 @@ class HFTokenCounter:
         encode = getattr(self._tokenizer, "encode_batch_fast", self._tokenizer.encode_batch)
         encodings = encode(list(texts), add_special_tokens=False)
         return [len(encoding.ids) for encoding in encodings]
+
+    def token_starts(self, text: str) -> list[int] | None:
+        """Character offsets where ``text``'s tokens start (BERT-style tokenizers), else ``None``."""
+        if not self._additive:
+            return None
+        return [start for start, _ in self._tokenizer.encode(text, add_special_tokens=False).offsets]
 
     def split(self, text: str, max_tokens: int) -> list[str]:
         """Cut ``text`` at token boundaries (character offsets of the tokens)."""
@@ -207,47 +230,62 @@ class Chunker:
     def chunk(self, document: LoadedDocument, *, project: str = "") -> list[Chunk]:
         """The chunks of ``document``, in order."""
         lines = document.text.split("\n")
-        counts = self.counter.count_many(lines)
-        prefix = [0, *accumulate(counts)]
+        spans = _DocumentTokens(self.counter, document.text, lines)
+        prefix = [0, *accumulate(spans.line_counts())]
         if document.kind in ("markdown", "html"):
             sections = _markdown_sections(lines)
         else:
             sections = [_Section(0, len(lines) - 1, (), _paragraph_blocks(lines, 0, len(lines) - 1))]
+        contexts, context_counts = self._contexts(document.title, sections)
         chunks: list[Chunk] = []
-        for section in sections:
-            context = self._context(document.title, section.heading)
-            context_tokens = self.counter.count_many([context])[0] if context else 0
+        counts: list[int | None] = []
+        for section, context, context_tokens in zip(sections, contexts, context_counts, strict=True):
             budget = self.max_tokens - self.counter.special_tokens - context_tokens - (1 if context else 0)
             budget = max(budget, 16)
-            for start, end, piece in self._pack(section, lines, prefix, budget):
-                text = piece if piece is not None else "\n".join(lines[start : end + 1]).strip("\n")
+            for start, end, piece, count in self._pack(section, lines, prefix, budget, spans):
+                if piece is None:
+                    text = "\n".join(lines[start : end + 1]).strip("\n")
+                    count = spans.exact(spans.line_span(start, end))
+                else:
+                    text = piece
                 if not text.strip():
                     continue
                 embed_text = self._embed_text(context, text)
+                if count is not None and len(embed_text) > len(text):
+                    count += context_tokens  # the context and a newline come before the text
+                counts.append(count)
                 chunks.append(
                     self._make(document, project, section, text, embed_text, start, end, len(chunks))
                 )
-        if chunks:
-            token_counts = self.counter.count_many([c.embed_text for c in chunks])
-            special = self.counter.special_tokens
-            chunks = [
-                _with_tokens(chunk, count + special)
-                for chunk, count in zip(chunks, token_counts, strict=True)
-            ]
-        return chunks
+        # Counts not derived from the document's tokens (another tokenizer, or a piece cut inside
+        # a word) come from tokenising the embedded text itself: a chunk's count is always exact.
+        unknown = [position for position, count in enumerate(counts) if count is None]
+        for position, count in zip(
+            unknown, self.counter.count_many([chunks[p].embed_text for p in unknown]), strict=True
+        ):
+            counts[position] = count
+        special = self.counter.special_tokens
+        return [
+            _with_tokens(chunk, count + special)
+            for chunk, count in zip(chunks, (c or 0 for c in counts), strict=True)
+        ]
 
-    def _context(self, title: str, heading: tuple[str, ...]) -> str:
-        parts: list[str] = []
-        for part in (title, *heading):
-            part = part.strip()
-            if part and (not parts or parts[-1] != part):
-                parts.append(part)
-        if not parts:
-            return ""
-        context = HEADING_SEPARATOR.join(parts)
-        if self.counter.count_many([context])[0] > CONTEXT_MAX_TOKENS:
-            context = self.counter.split(context, CONTEXT_MAX_TOKENS)[0]
-        return context
+    def _contexts(self, title: str, sections: list[_Section]) -> tuple[list[str], list[int]]:
+        """Each section's context line (title › headings, cut to a few tokens) and its token count."""
+        contexts: list[str] = []
+        for section in sections:
+            parts: list[str] = []
+            for part in (title, *section.heading):
+                part = part.strip()
+                if part and (not parts or parts[-1] != part):
+                    parts.append(part)
+            contexts.append(HEADING_SEPARATOR.join(parts))
+        counts = self.counter.count_many(contexts)
+        for position, count in enumerate(counts):
+            if count > CONTEXT_MAX_TOKENS:
+                contexts[position] = self.counter.split(contexts[position], CONTEXT_MAX_TOKENS)[0]
+                counts[position] = self.counter.count_many([contexts[position]])[0]
+        return contexts, counts
 
     @staticmethod
     def _embed_text(context: str, text: str) -> str:
@@ -261,22 +299,24 @@ class Chunker:
         return f"{context}\n{text}"
 
     def _pack(
-        self, section: _Section, lines: list[str], prefix: list[int], budget: int
-    ) -> list[tuple[int, int, str | None]]:
+        self, section: _Section, lines: list[str], prefix: list[int], budget: int, spans: _DocumentTokens
+    ) -> list[_Piece]:
         def tokens(start: int, end: int) -> int:
             return prefix[end + 1] - prefix[start]
 
-        out: list[tuple[int, int, str | None]] = []
+        out: list[_Piece] = []
         current: tuple[int, int] | None = None
         for block_start, block_end in section.blocks:
             if tokens(block_start, block_end) > budget:
-                pieces = self._split_block(block_start, block_end, lines, prefix, budget)
+                pieces = self._split_block(block_start, block_end, lines, prefix, budget, spans)
                 if current is not None:
-                    merged = self._merge_head(current, pieces[0], lines, budget - tokens(*current))
+                    merged = self._merge_head(
+                        current, pieces[0], lines, prefix, budget - tokens(*current), exact=spans.additive
+                    )
                     if merged is not None:
                         pieces[0] = merged
                     else:
-                        out.append((current[0], current[1], None))
+                        out.append((current[0], current[1], None, None))
                     current = None
                 out.extend(pieces)
                 continue
@@ -285,14 +325,14 @@ class Chunker:
             elif tokens(current[0], block_end) <= budget:
                 current = (current[0], block_end)
             else:
-                out.append((current[0], current[1], None))
+                out.append((current[0], current[1], None, None))
                 overlap = self._overlap_start(current, lines, prefix)
                 if overlap is not None and tokens(overlap, block_end) <= budget:
                     current = (overlap, block_end)
                 else:
                     current = (block_start, block_end)
         if current is not None:
-            out.append((current[0], current[1], None))
+            out.append((current[0], current[1], None, None))
         return out
 
     def _overlap_start(self, chunk: tuple[int, int], lines: list[str], prefix: list[int]) -> int | None:
@@ -308,81 +348,119 @@ class Chunker:
         return best
 
     def _split_block(
-        self, start: int, end: int, lines: list[str], prefix: list[int], budget: int
-    ) -> list[tuple[int, int, str | None]]:
-        out: list[tuple[int, int, str | None]] = []
+        self,
+        start: int,
+        end: int,
+        lines: list[str],
+        prefix: list[int],
+        budget: int,
+        spans: _DocumentTokens,
+    ) -> list[_Piece]:
+        out: list[_Piece] = []
         current: tuple[int, int] | None = None
         for index in range(start, end + 1):
             count = prefix[index + 1] - prefix[index]
             if count > budget:
                 if current is not None:
-                    out.append((current[0], current[1], None))
+                    out.append((current[0], current[1], None, None))
                     current = None
-                out.extend((index, index, piece) for piece in self._split_line(lines[index], budget))
+                out.extend(
+                    (index, index, piece, piece_count)
+                    for piece, piece_count in self._split_line(
+                        lines[index], budget, spans.line_offset(index), spans
+                    )
+                )
                 continue
             if current is None:
                 current = (index, index)
             elif prefix[index + 1] - prefix[current[0]] <= budget:
                 current = (current[0], index)
             else:
-                out.append((current[0], current[1], None))
+                out.append((current[0], current[1], None, None))
                 overlap = self._overlap_start(current, lines, prefix)
                 if overlap is not None and prefix[index + 1] - prefix[overlap] <= budget:
                     current = (overlap, index)
                 else:
                     current = (index, index)
         if current is not None:
-            out.append((current[0], current[1], None))
+            out.append((current[0], current[1], None, None))
         return out
 
     def _merge_head(
-        self, head: tuple[int, int], piece: tuple[int, int, str | None], lines: list[str], room: int
-    ) -> tuple[int, int, str | None] | None:
+        self,
+        head: tuple[int, int],
+        piece: _Piece,
+        lines: list[str],
+        prefix: list[int],
+        room: int,
+        *,
+        exact: bool,
+    ) -> _Piece | None:
         """``head`` (whole lines, e.g. a heading) joined with the first piece of a split block, if it fits."""
-        start, end, text = piece
+        start, end, text, count = piece
         if text is None:
-            if self.counter.count_many(["\n".join(lines[start : end + 1])])[0] > room:
-                return None
-            return (head[0], end, None)
+            whole = prefix[end + 1] - prefix[start] if exact else None
+            if whole is None:
+                whole = self.counter.count_many(["\n".join(lines[start : end + 1])])[0]
+            return None if whole > room else (head[0], end, None, None)
         line = lines[start]
         lead = line[: len(line) - len(line.lstrip())]
-        if not line.lstrip().startswith(text) or self.counter.count_many([text])[0] > room:
+        if not line.lstrip().startswith(text):
             return None
-        return (head[0], start, "\n".join(lines[head[0] : start]) + "\n" + lead + text)
+        if count is None:
+            if self.counter.count_many([text])[0] > room:
+                return None
+            merged_count = None
+        elif count > room:
+            return None
+        else:
+            merged_count = prefix[start] - prefix[head[0]] + count  # whole lines, then the piece
+        return (head[0], start, "\n".join(lines[head[0] : start]) + "\n" + lead + text, merged_count)
 
-    def _split_line(self, line: str, budget: int) -> list[str]:
+    def _split_line(
+        self, line: str, budget: int, offset: int, spans: _DocumentTokens
+    ) -> list[tuple[str, int | None]]:
         """A line over the budget, packed by sentences (with a one-sentence overlap when small).
 
-        Each piece is an exact slice of the line, so it can be found in the document again.
+        Each piece is an exact slice of the line, so it can be found in the document again; it
+        comes with its token count when that is known without tokenising it again. ``offset`` is
+        where the line starts in the document.
         """
-        spans: list[tuple[int, int]] = []
+        bounds: list[tuple[int, int]] = []
         begin = len(line) - len(line.lstrip())
         for match in _SENTENCE_END.finditer(line):
             if match.start() > begin:
-                spans.append((begin, match.start()))
+                bounds.append((begin, match.start()))
             begin = match.end()
         if line[begin:].strip():
-            spans.append((begin, len(line.rstrip())))
-        counts = self.counter.count_many([line[a:b] for a, b in spans])
-        pieces: list[str] = []
+            bounds.append((begin, len(line.rstrip())))
+        counts = spans.count([(offset + a, offset + b) for a, b in bounds])
+        pieces: list[tuple[str, int | None]] = []
+
+        def close(group: list[int]) -> None:
+            first, last = bounds[group[0]][0], bounds[group[-1]][1]
+            pieces.append((line[first:last], spans.exact((offset + first, offset + last))))
+
         current: list[int] = []
         used = 0
         for position, count in enumerate(counts):
             if count > budget:
                 if current:
-                    pieces.append(line[spans[current[0]][0] : spans[current[-1]][1]])
+                    close(current)
                     current, used = [], 0
-                pieces.extend(self.counter.split(line[spans[position][0] : spans[position][1]], budget))
+                # Cut inside the sentence at token boundaries (maybe mid-word): counted again later.
+                a, b = bounds[position]
+                pieces.extend((piece, None) for piece in self.counter.split(line[a:b], budget))
                 continue
             if current and used + count > budget:
-                pieces.append(line[spans[current[0]][0] : spans[current[-1]][1]])
+                close(current)
                 last = current[-1]
                 carry = counts[last] <= self.overlap_tokens and counts[last] + count <= budget
                 current, used = ([last], counts[last]) if carry else ([], 0)
             current.append(position)
             used += count
         if current:
-            pieces.append(line[spans[current[0]][0] : spans[current[-1]][1]])
+            close(current)
         return pieces
 
     def state(self, document_digest: str) -> str:
@@ -420,6 +498,60 @@ class Chunker:
             kind=document.kind,
             language=document.language,
         )
+
+
+_Piece = tuple[int, int, str | None, int | None]
+"""A packed chunk: first and last line, its text when it is not those whole lines, its token
+count when known without tokenising it again (``None``: counted from the embedded text)."""
+
+
+class _DocumentTokens:
+    """Token counts of a document's spans, from one tokenization when the counter allows.
+
+    With offsets from :meth:`TokenCounter.token_starts`, a span's count is the number of tokens
+    starting inside it — exact for spans that begin and end at whitespace or punctuation (lines,
+    sentences, runs of them). Without them every count tokenises its span's text.
+    """
+
+    def __init__(self, counter: TokenCounter, text: str, lines: list[str]) -> None:
+        self._counter = counter
+        self._text = text
+        self._lines = lines
+        self._offsets = [0, *accumulate(len(line) + 1 for line in lines)]
+        self._starts = counter.token_starts(text)
+
+    @property
+    def additive(self) -> bool:
+        """Whether counts come from the document's tokens (line counts then add up exactly)."""
+        return self._starts is not None
+
+    def line_offset(self, index: int) -> int:
+        """Where line ``index`` starts in the document."""
+        return self._offsets[index]
+
+    def line_span(self, start: int, end: int) -> tuple[int, int]:
+        """The document span of lines ``start``…``end`` (without the last newline)."""
+        return self._offsets[start], self._offsets[end + 1] - 1
+
+    def line_counts(self) -> list[int]:
+        """Tokens per line."""
+        if self._starts is None:
+            return self._counter.count_many(self._lines)
+        return self.count([self.line_span(index, index) for index in range(len(self._lines))])
+
+    def count(self, spans: Sequence[tuple[int, int]]) -> list[int]:
+        """Tokens in each ``(begin, end)`` span, which must begin and end at whitespace or punctuation."""
+        starts = self._starts
+        if starts is None:
+            return self._counter.count_many([self._text[begin:end] for begin, end in spans])
+        return [bisect_left(starts, end) - bisect_left(starts, begin) for begin, end in spans]
+
+    def exact(self, span: tuple[int, int]) -> int | None:
+        """The span's count when it comes from the document's tokens, else ``None`` (count its text)."""
+        starts = self._starts
+        if starts is None:
+            return None
+        return bisect_left(starts, span[1]) - bisect_left(starts, span[0])
 
 
 def _with_tokens(chunk: Chunk, tokens: int) -> Chunk:

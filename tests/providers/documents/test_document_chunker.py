@@ -162,3 +162,66 @@ def test_a_long_paragraph_line_is_packed_by_sentences_with_its_heading() -> None
     for chunk in chunks:
         assert chunk.text.rstrip().endswith("patients."), "pieces end at a sentence boundary"
     assert all(c.embed_text.startswith("Abstract title\n") for c in chunks[1:])
+
+
+class _RecountingCounter:
+    """The real counter without token offsets: every span is tokenised on its own (the slow path)."""
+
+    special_tokens = COUNTER.special_tokens
+    count_many = staticmethod(COUNTER.count_many)
+    split = staticmethod(COUNTER.split)
+
+    def token_starts(self, text: str) -> None:
+        return None
+
+
+_WORDS = st.sampled_from(
+    [
+        "cell",
+        "unbelievable",
+        "naïve",
+        "Zürich",
+        "日本語",
+        "です。",
+        "x",
+        "(a)",
+        "e.g.",
+        "1.5",
+        "—",
+        "😀",
+        "\t",
+        "",
+        "Ωμέγα",
+    ]
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.lists(
+                st.tuples(_WORDS, st.sampled_from([" ", " ", "  ", ". ", "! ", "; ", "。"])), max_size=80
+            ).map(lambda parts: "".join(word + gap for word, gap in parts)),
+            st.sampled_from(["# Title", "## Part", "```", "", "    code()", "- item"]),
+        ),
+        max_size=30,
+    )
+)
+def test_counts_from_one_tokenization_match_tokenising_every_piece(lines: list[str]) -> None:
+    # The chunker counts lines, sentences and chunks from the document's token offsets; the
+    # chunks must be exactly those of counting each piece by tokenising it again.
+    doc = _doc("\n".join(lines))
+    fast = Chunker(COUNTER, max_tokens=48, overlap_tokens=6).chunk(doc)
+    slow = Chunker(_RecountingCounter(), max_tokens=48, overlap_tokens=6).chunk(doc)
+    assert fast == slow
+    _check_invariants(doc, fast, window=48)
+
+
+def test_offsets_are_offered_only_for_tokenizers_whose_counts_add_up() -> None:
+    assert COUNTER.token_starts("Hello wörld, 日本") == [0, 6, 11, 13, 14]
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    other = Tokenizer(models.WordLevel({"[UNK]": 0}, unk_token="[UNK]"))
+    other.pre_tokenizer = pre_tokenizers.Whitespace()
+    assert HFTokenCounter(other).token_starts("any text") is None
