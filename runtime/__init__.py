@@ -118,6 +118,7 @@ from simone.runtime._provider import (
     Provider as Provider,
 )
 from simone.runtime._relevance import (
+    LEXICAL_PIN as LEXICAL_PIN,
     LEXICAL_VOTE as LEXICAL_VOTE,
     RELEVANCE_WORD_SHARE as RELEVANCE_WORD_SHARE,
     VOTE_SHARPNESS as VOTE_SHARPNESS,
@@ -140,6 +141,7 @@ from simone.runtime._scripts import (
 
 __all__ = (
     "Judgement",
+    "LEXICAL_PIN",
     "LEXICAL_VOTE",
     "RELEVANCE_WORD_SHARE",
     "RelevanceRule",

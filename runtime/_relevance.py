@@ -196,6 +196,18 @@ below, worst case −0.0060 / −0.0024 / −0.0042 / −0.0049). SciFact hybrid
 1.0 to 2.0: 0.725 / 0.723 / 0.721 / 0.720 / 0.720."""
 
 
+LEXICAL_PIN: float | None = 0.5
+"""The lexical leg's log-odds (:data:`LEXICAL_VOTE`) from which its best hit stays first in the fused
+ranking (probability 0.62); ``None``: never. RRF's head is flat (rank 1 and rank 2 differ by 1.6 % of
+a vote), so a semantic leg that ranks the lexical leg's *second* hit well lifts it over a first hit
+that holds the question — a semantic margin tells that the topic stands out, not which passage of it
+is meant. Below the pin, consensus decides as before. Chosen on the tuning split by
+``benchmarks/fusion_tuning.py`` (results/fusion_tuning.json, ``pin_grid``): the value with the highest
+chance that a 100-question sample of every language has monolingual hybrid >= lexical (bootstrap;
+0.348 without a pin, 0.486 at 0.5, at most 0.468 at the other values); SciFact hybrid nDCG@10 in the
+same replay unchanged (0.7212), X→en 0.6409 → 0.6404."""
+
+
 def vote_for(space_key: str) -> VoteCurve:
     """The confidence curve of a semantic leg in ``space_key``'s model."""
     return CALIBRATED_VOTES.get(_model_key(space_key), DEFAULT_SEMANTIC_VOTE)

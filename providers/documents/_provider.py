@@ -15,7 +15,10 @@ margin, the lexical leg's term coverage and BM25 standout), raised to
 :data:`~simone.runtime.VOTE_SHARPNESS` and relative to the most confident leg. A leg whose best
 candidate does not stand out (an absent topic, a question it half understands) hardly moves the
 ranking; a lexical hit holding most of the question's words is not reordered by a semantic leg that
-merely likes its neighbour. Weights and confidences are in ``details["votes"]``.
+merely likes its neighbour. When the lexical leg is sure of its best hit (log-odds at least
+:data:`~simone.runtime.LEXICAL_PIN`) that hit stays first: RRF's flat head would otherwise let a
+candidate both legs rank second or third overtake it. Weights, confidences and the pinned hit are in
+``details["votes"]``.
 
 Every semantic leg is judged by the relevance rule of its model (:class:`~simone.runtime.RelevanceRule`):
 a fused candidate is kept when it shares words with the question (hybrid) or is relevant by meaning;
@@ -43,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from simone.providers.documents._store import Collection, Hit, build_where
 from simone.runtime import (
+    LEXICAL_PIN,
     LEXICAL_VOTE,
     RELEVANCE_WORD_SHARE,
     VOTE_SHARPNESS,
@@ -221,7 +225,7 @@ class DocumentIndexProvider:
             if leg != "lexical"
         }
         query_set = set(query_terms)
-        weights, votes = _votes(
+        weights, votes, pinned = _votes(
             legs,
             judged,
             {leg: table.space.key for leg, table in semantic_legs},
@@ -236,6 +240,7 @@ class DocumentIndexProvider:
             query_set,
             request.limit,
             weights=weights,
+            pinned=pinned,
             # Row ids are a read hint only where the leg searched the table rows are read from.
             row_hints={
                 hit.id: hit.row
@@ -302,6 +307,7 @@ class DocumentIndexProvider:
         limit: int,
         *,
         weights: dict[str, float],
+        pinned: str | None = None,
         row_hints: dict[str, int],
         projects: list[str],
         lexical_only: bool,
@@ -312,7 +318,8 @@ class DocumentIndexProvider:
         Every leg takes part in the fusion with all its candidates, weighted by its confidence
         (``weights``, see :func:`_votes`): a leg whose best candidate does not stand out (a topic the
         knowledge does not hold, a question its model half understands) votes with a small weight
-        instead of being cut off at its relevance verdicts. A fused candidate is kept when it shares
+        instead of being cut off at its relevance verdicts; ``pinned`` (the lexical leg's best hit,
+        when that leg is sure of it) stays first. A fused candidate is kept when it shares
         enough terms with the question (``word_share``; lexical legs only) or is relevant by meaning;
         the lexical candidates dropped for too small a word share and the best semantic candidates
         judged not relevant are reported as ``not_relevant``. Returns the evidence and the exclusions.
@@ -342,6 +349,9 @@ class DocumentIndexProvider:
         else:
             fused = rrf({leg: [hit.id for hit in hits] for leg, hits in fusing.items()}, weights=weights)
             order = [(item.id, item.score) for item in fused]
+            if pinned is not None and order and order[0][0] != pinned:
+                # The lexical leg is sure of its best hit: it stays first, tied with the fused head.
+                order = [(pinned, order[0][1])] + [item for item in order if item[0] != pinned]
             method = "hybrid"
         out: list[Evidence] = []
         dropped: list[Exclusion] = []
@@ -442,13 +452,14 @@ def _votes(
     judged: dict[str, dict[str, Judgement]],
     spaces: dict[str, str],
     coverage: float,
-) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
-    """Each answering leg's fusion weight, and for the trace its confidence and weight.
+) -> tuple[dict[str, float], dict[str, dict[str, Any]], str | None]:
+    """Each answering leg's fusion weight, its confidence and weight for the trace, and the pinned hit.
 
     The confidence is the probability that the leg's best candidate is the answer: for the lexical
     leg from ``coverage`` (the share of the question's terms its best hit holds) and its BM25
     standout, for a semantic leg from its relevance margin on its model's curve. With a single
-    answering leg there is nothing to weigh and the trace is empty.
+    answering leg there is nothing to weigh and the trace is empty. The lexical leg's best hit is
+    pinned (kept first in the fused order) when its log-odds reach :data:`~simone.runtime.LEXICAL_PIN`.
     """
     log_odds: dict[str, float] = {}
     for leg, hits in legs.items():
@@ -459,13 +470,17 @@ def _votes(
         else:
             log_odds[leg] = vote_for(spaces[leg]).log_odds(judged[leg][hits[0].id].margin)
     if len(log_odds) < 2:
-        return {}, {}
+        return {}, {}, None
     weights = confidence_weights(log_odds, sharpness=VOTE_SHARPNESS)
-    trace = {
+    trace: dict[str, dict[str, Any]] = {
         leg: {"confidence": round(_sigmoid(z), 4), "weight": round(weights[leg], 6)}
         for leg, z in log_odds.items()
     }
-    return weights, trace
+    pinned = None
+    if LEXICAL_PIN is not None and log_odds.get("lexical", -math.inf) >= LEXICAL_PIN:
+        pinned = legs["lexical"][0].id
+        trace["lexical"]["pinned"] = pinned
+    return weights, trace, pinned
 
 
 def _sigmoid(z: float) -> float:

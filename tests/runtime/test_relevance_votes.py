@@ -7,6 +7,7 @@ import math
 import pytest
 from hypothesis import given, strategies as st
 from simone.runtime import (
+    LEXICAL_PIN,
     LEXICAL_VOTE,
     VOTE_SHARPNESS,
     VoteCurve,
@@ -133,7 +134,7 @@ def test_language_coverage_goes_beyond_the_script() -> None:
     assert uncovered_language("2024 — 42", MINILM) is None
 
 
-def test_the_curves_and_sharpness_in_the_code_are_the_ones_benchmarks_fusion_tuning_chose() -> None:
+def test_the_curves_sharpness_and_pin_in_the_code_are_the_ones_benchmarks_fusion_tuning_chose() -> None:
     import json
     from pathlib import Path
 
@@ -143,6 +144,7 @@ def test_the_curves_and_sharpness_in_the_code_are_the_ones_benchmarks_fusion_tun
     data = json.loads(results.read_text(encoding="utf-8"))
     assert data["replay_mismatches"] == 0  # the replay reproduced the provider's answers
     assert data["chosen_sharpness"] == VOTE_SHARPNESS
+    assert data["chosen_pin"] == LEXICAL_PIN
     for name, row in data["curves"].items():
         code = LEXICAL_VOTE if name == "lexical" else CALIBRATED_VOTES.get(name, DEFAULT_SEMANTIC_VOTE)
         assert [code.intercept, *code.slopes] == pytest.approx(row["fitted"], abs=0.006), name

@@ -605,3 +605,65 @@ def test_changed_lexical_analysis_re_analyses_every_file_without_re_embedding(
             assert unchanged.files_unchanged == first.files_indexed
 
     anyio.run(go)
+
+
+class _Steered:
+    """Hash vectors, except that texts holding ``near`` get the query's own vector (a test double
+    whose semantic leg is sure of another document than the lexical leg)."""
+
+    def __init__(self, near: str) -> None:
+        self.inner = HashEmbedder(32, model="steered")
+        self.near = near
+        self.query: str | None = None
+
+    @property
+    def space(self) -> EmbeddingSpace:
+        return self.inner.space
+
+    async def embed(
+        self, texts: Sequence[str], *, kind: EmbeddingKind = "document"
+    ) -> npt.NDArray[np.float32]:
+        vectors = self.inner.vectors(texts)
+        if kind == "document" and self.query is not None:
+            (query_vector,) = self.inner.vectors([self.query])
+            for row, text in enumerate(texts):
+                if self.near in text:
+                    vectors[row] = query_vector
+        return vectors
+
+
+def test_a_lexical_hit_the_lexical_leg_is_sure_of_stays_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "restart.md").write_text(
+        "# Restarts\n\nThe zephyr cluster restarts at 03:00 after the kestrel backup.\n"
+    )
+    (docs / "kestrel.md").write_text("# Kestrel\n\nThe kestrel backup copies the zephyr volumes to tape.\n")
+    (docs / "lunch.md").write_text("# Canteen\n\nLunch is served from noon; the menu changes weekly.\n")
+    (docs / "trains.md").write_text("# Travel\n\nTrains to the coast leave hourly from platform four.\n")
+    (docs / "desk.md").write_text("# Desks\n\nHot desks are booked a day ahead at the front desk.\n")
+    query = "zephyr cluster restarts kestrel backup"
+    steered = _Steered(near="kestrel backup copies")  # the semantic leg's sure pick: kestrel.md
+    steered.query = query
+
+    async def go() -> Any:
+        async with _index(tmp_path, EmbeddingChain([steered])) as index:
+            await index.index_paths([docs])
+            return await _search(index, query, SearchMode.HYBRID)
+
+    result = anyio.run(go)
+    votes = result.details["votes"]
+    first = result.evidence[0]
+    assert first.metadata["leg_ranks"]["lexical"] == 1 and first.locator.split("#")[0].endswith("restart.md")
+    assert votes["lexical"]["pinned"] == first.metadata["chunk_id"]
+    assert votes["semantic"]["weight"] == 1.0 and votes["lexical"]["weight"] < 1.0  # outvoted, yet first
+    assert result.evidence[1].locator.split("#")[0].endswith("kestrel.md")
+    assert first.score == result.evidence[1].score  # tied with the fused head it displaced
+
+    # Without the pin, the sure semantic leg's pick leads.
+    monkeypatch.setattr("simone.providers.documents._provider.LEXICAL_PIN", None)
+    unpinned = anyio.run(go)
+    assert unpinned.evidence[0].locator.split("#")[0].endswith("kestrel.md")
+    assert "pinned" not in unpinned.details["votes"]["lexical"]
