@@ -469,6 +469,7 @@ def report_ndcg(payload: dict[str, Any]) -> list[dict[str, Any]]:
         f"  monolingual fused >= lexical in every language: {not worse}"
         + (f" (below: {', '.join(worse)})" if worse else "")
     )
+    sample = f"{mono[0]['queries'] if mono else count} {payload['split']} questions per language"
     summary: list[dict[str, Any]] = []
     if means:
         summary.append(
@@ -480,7 +481,7 @@ def report_ndcg(payload: dict[str, Any]) -> list[dict[str, Any]]:
                 "ratio": round(means["fused"] / means["use"], 3) if means["use"] else None,
                 "target": ">= 0.61",
                 "met": means["fused"] >= 0.61,
-                "note": f"MiniLM alone {means['minilm']:.3f}, lexical {means['lexical']:.3f}",
+                "note": f"MiniLM alone {means['minilm']:.3f}, lexical {means['lexical']:.3f}; {sample}",
             }
         )
     for row in mono:
@@ -493,7 +494,7 @@ def report_ndcg(payload: dict[str, Any]) -> list[dict[str, Any]]:
                 "ratio": round(row["fused"] / row["lexical"], 3) if row["lexical"] else None,
                 "target": ">= lexical",
                 "met": row["fused"] >= row["lexical"],
-                "note": "",
+                "note": sample,
             }
         )
     return summary

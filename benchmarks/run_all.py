@@ -82,6 +82,8 @@ class Benchmark:
         takes_data_dir: whether the script takes DATA_DIR as its first argument.
         quick_note: what a quick run leaves out, shown in the report.
         folder: where the script is (benchmarks/).
+        script_name: the script's stem when it is not ``name`` (another run of the same script).
+        args: its arguments in a full run.
     """
 
     name: str
@@ -92,11 +94,13 @@ class Benchmark:
     takes_data_dir: bool = True
     quick_note: str = ""
     folder: Path = HERE
+    script_name: str = ""
+    args: tuple[str, ...] = ()
 
     @property
     def script(self) -> Path:
         """The script's path."""
-        return self.folder / f"{self.name}.py"
+        return self.folder / f"{self.script_name or self.name}.py"
 
     @property
     def results_file(self) -> str:
@@ -164,6 +168,16 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         7200,
         900,
         quick_note="XQuAD-R en, de, zh × 20 questions; 30 absent-topic questions per direction",
+    ),
+    Benchmark(
+        "multilingual-held-out",
+        "Quality — XQuAD-R",
+        ("--split", "held-out", "--queries", "20", "--langs", "en,de,zh"),
+        7200,
+        900,
+        quick_note="XQuAD-R en, de, zh × 20 held-out questions",
+        script_name="multilingual",
+        args=("--split", "held-out", "--queries", "0"),
     ),
     Benchmark("scale", "Speed — scale", None, 4 * 3600, 1800),
 )
@@ -249,7 +263,7 @@ def run_one(
     if not bench.script.is_file():
         record.note = f"script {bench.script} not found"
         return record
-    args = list(bench.quick or ()) if quick else []
+    args = list(bench.quick or ()) if quick else list(bench.args)
     command = [python, record.script, *([data_dir] if bench.takes_data_dir else []), *args, *extra]
     record.command = ["python", *command[1:]]
     record.timeout_s = round((bench.quick_timeout_s if quick else bench.timeout_s) * timeout_factor)
@@ -335,7 +349,7 @@ def carried(
         note = f"{reason}; figures from {path.name} written {written}"
     return RunRecord(
         name=bench.name,
-        script=f"benchmarks/{bench.name}.py",
+        script=f"benchmarks/{bench.script.name}",
         section=bench.section,
         status="not-run",
         results_file=bench.results_file,
