@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from array import array
 from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -49,7 +50,7 @@ class TokenCounter(Protocol):
         """``text`` cut at token boundaries into pieces of at most ``max_tokens`` tokens."""
         ...
 
-    def token_starts(self, text: str) -> list[int] | None:
+    def token_starts(self, text: str) -> Sequence[int] | None:
         """Start offsets of ``text``'s tokens, or ``None`` when spans cannot be counted from them.
 
         A counter returns offsets only when its counts add up over text split at whitespace and
@@ -59,6 +60,9 @@ class TokenCounter(Protocol):
         """
         ...
 
+
+TOKEN_BLOCK_CHARS = 65_536
+"""Characters (rounded up to a line end) tokenised at once when a document's offsets are taken."""
 
 _ADDITIVE_PIPELINE = ("BertNormalizer", "BertPreTokenizer", "WordPiece")
 """Normalizer, pre-tokenizer and model whose token counts add up over whitespace/punctuation splits."""
@@ -98,11 +102,24 @@ class HFTokenCounter:
         encodings = encode(list(texts), add_special_tokens=False)
         return [len(encoding.ids) for encoding in encodings]
 
-    def token_starts(self, text: str) -> list[int] | None:
-        """Character offsets where ``text``'s tokens start (BERT-style tokenizers), else ``None``."""
+    def token_starts(self, text: str) -> Sequence[int] | None:
+        """Character offsets where ``text``'s tokens start (BERT-style tokenizers), else ``None``.
+
+        Tokenised in blocks of whole lines (about :data:`TOKEN_BLOCK_CHARS` characters; a newline is a
+        boundary no token crosses), so a 10 MB file never holds millions of offset tuples at once;
+        the offsets are kept as machine integers.
+        """
         if not self._additive:
             return None
-        return [start for start, _ in self._tokenizer.encode(text, add_special_tokens=False).offsets]
+        starts = array("q")
+        begin = 0
+        while begin < len(text):
+            end = text.find("\n", begin + TOKEN_BLOCK_CHARS) if len(text) - begin > TOKEN_BLOCK_CHARS else -1
+            end = len(text) if end == -1 else end
+            encoding = self._tokenizer.encode(text[begin:end], add_special_tokens=False)
+            starts.extend(begin + start for start, _ in encoding.offsets)
+            begin = end
+        return starts
 
     def split(self, text: str, max_tokens: int) -> list[str]:
         """Cut ``text`` at token boundaries (character offsets of the tokens)."""
