@@ -492,6 +492,9 @@ def index_speed(data: Mapping[str, Any]) -> list[Row]:
     indexing = data.get("indexing")
     if indexing:
         size = f"{data.get('docs', '?')} SciFact docs → {indexing['chunks']:,} chunks"
+        if indexing.get("rounds"):
+            ratios = ", ".join(f"{r['ratio']:.3f}x" for r in indexing["rounds"])
+            size += f"; median of {len(indexing['rounds'])} rounds (wall ratios {ratios})"
         section = "Speed — indexing"
         rows.append(
             row(

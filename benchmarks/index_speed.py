@@ -1,13 +1,16 @@
 """Document-index speed: indexing SciFact end to end against bare ONNX embedding, re-index, query latency.
 
 Usage: python benchmarks/index_speed.py [DATA_DIR] [--docs N] [--queries N] [--rows N] [--skip-100k]
+                                       [--rounds N]
 
 DATA_DIR defaults to ../shared/data. In one run:
 
 1. Index SciFact (``--docs`` abstracts, all 5,183 by default) from Markdown files into a fresh
    collection with the bundled all-MiniLM-L6-v2 and no embedding cache: seconds, chunks/s, and the
    ratio of that end-to-end time to the bare ONNX embedding time of the same chunk texts (the same
-   session, one call). Target: overhead <= 15 % (ratio <= 1.15).
+   session, one call). ``--rounds`` times (3), each on a fresh collection between two bare runs; the
+   round with the median ratio is reported, every round is in the JSON. Target: overhead <= 15 %
+   (ratio <= 1.15).
 2. Re-index the unchanged corpus. Target: <= 3 s and 0 embeddings.
 3. Query latency p50/p95 per mode (query embedding included) on that collection (~5k+ chunks).
 4. A 100k-chunk collection synthesised from it (rows repeated with perturbed vectors and terms):
@@ -25,6 +28,7 @@ import argparse
 import hashlib
 import platform
 import shutil
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -56,6 +60,30 @@ def settings(data_dir: Path, **index: Any) -> Settings:
         embeddings=EmbeddingSettings(chain=["onnx"], cache=False),
         index=IndexSettings(**index),
     )
+
+
+async def bare_onnx(onnx: Any, texts: list[str]) -> tuple[float, float]:
+    """Wall and CPU seconds of embedding ``texts`` with the bare ONNX session in one call."""
+    started, cpu = time.perf_counter(), time.process_time()
+    await anyio.to_thread.run_sync(onnx.embed_sync, texts)
+    return time.perf_counter() - started, time.process_time() - cpu
+
+
+def time_embedding(index: DocumentIndex) -> list[float]:
+    """Seconds the index's chain spends embedding from now on (a one-element list, kept current)."""
+    chain = index.chain
+    embed = chain.embed
+    spent = [0.0]
+
+    async def timed(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return await embed(*args, **kwargs)
+        finally:
+            spent[0] += time.perf_counter() - started
+
+    chain.embed = timed  # type: ignore[method-assign]
+    return spent
 
 
 async def latencies(index: DocumentIndex, queries: list[str], mode: SearchMode) -> dict[str, float]:
@@ -132,63 +160,106 @@ async def main(args: argparse.Namespace) -> None:
         "docs": len(corpus),
     }
     config = settings(work)
-    async with DocumentIndex.open(config, collection="scifact") as index:
-        onnx = index.chain.embedders[0]
-        await onnx.embed(["warm-up"], kind="query")  # the session is open before either clock starts
-        # The machine is shared: the bare ONNX run is repeated twice and their mean is the reference;
-        # CPU seconds of this process are reported beside wall time (less sensitive to neighbours).
-        started, cpu = time.perf_counter(), time.process_time()
-        report = await index.index_paths([folder])
-        index_s, index_cpu = time.perf_counter() - started, time.process_time() - cpu
+    # The machine is shared, and a single pair of timings moved the ratio by ±0.1 between runs. So the
+    # indexing is timed in rounds, each on a fresh collection between two bare ONNX runs of the same
+    # chunk texts (the same session, one call each), and the round with the median ratio is reported;
+    # CPU seconds of this process are reported beside wall time (less sensitive to neighbours).
+    rounds: list[dict[str, Any]] = []
+    texts: list[str] = []
+    for number in range(args.rounds):
+        async with DocumentIndex.open(config, collection=f"scifact-{number}") as index:
+            onnx = index.chain.embedders[0]
+            await onnx.embed(["warm-up"], kind="query")  # the session is open before any clock starts
+            bare_runs = [await bare_onnx(onnx, texts)] if texts else []
+            inside = time_embedding(index)
+            started, cpu = time.perf_counter(), time.process_time()
+            report = await index.index_paths([folder])
+            index_s, index_cpu = time.perf_counter() - started, time.process_time() - cpu
+            if not texts:  # the first round learns what was embedded: each row's context line and text
+                collection = index.collection
+                assert collection is not None
+                rows = await collection.rows(columns=["context", "text"])
+                texts = [
+                    f"{c}\n{t}" if c else t
+                    for c, t in zip(rows["context"].to_pylist(), rows["text"].to_pylist(), strict=True)
+                ]
+                bare_runs.append(await bare_onnx(onnx, texts))
+            bare_runs.append(await bare_onnx(onnx, texts))
+            bare_s = statistics.fmean(w for w, _ in bare_runs)
+            bare_cpu = statistics.fmean(c for _, c in bare_runs)
+            rounds.append(
+                {
+                    "collection": f"scifact-{number}",
+                    "files": report.files_indexed,
+                    "chunks": report.chunks,
+                    "embedded": report.embedded,
+                    "end_to_end_s": round(index_s, 2),
+                    "end_to_end_cpu_s": round(index_cpu, 2),
+                    "bare_onnx_s": round(bare_s, 2),
+                    "bare_onnx_runs_s": [round(w, 2) for w, _ in bare_runs],
+                    "bare_onnx_cpu_s": round(bare_cpu, 2),
+                    "ratio": round(index_s / bare_s, 3),
+                    "cpu_ratio": round(index_cpu / bare_cpu, 3),
+                    # The run split: seconds inside the chain's embed calls, and everything else
+                    # (reading, chunking, analysis, LanceDB writes, indexes) — the pipeline's own cost.
+                    "embedding_inside_s": round(inside[0], 2),
+                    "rest_s": round(index_s - inside[0], 2),
+                    "rest_share_of_bare": round((index_s - inside[0]) / bare_s, 3),
+                }
+            )
+            print(
+                f"round {number + 1}/{args.rounds}: indexing {index_s:.1f} s (embedding {inside[0]:.1f} s, "
+                f"the rest {index_s - inside[0]:.1f} s) vs bare ONNX {bare_s:.1f} s "
+                f"(runs {', '.join(f'{w:.1f}' for w, _ in bare_runs)}): ratio {index_s / bare_s:.3f}x; "
+                f"CPU {index_cpu:.1f} vs {bare_cpu:.1f} s: {index_cpu / bare_cpu:.3f}x",
+                file=sys.stderr,
+            )
+    median = sorted(rounds, key=lambda r: r["ratio"])[len(rounds) // 2]
+    async with DocumentIndex.open(config, collection=median["collection"]) as index:
         collection = index.collection
         assert collection is not None
-        rows = await collection.rows(columns=["context", "text"])
-        texts = [
-            f"{c}\n{t}" if c else t
-            for c, t in zip(rows["context"].to_pylist(), rows["text"].to_pylist(), strict=True)
-        ]
-        bare_runs = []
-        for _ in range(2):
-            started, cpu = time.perf_counter(), time.process_time()
-            await anyio.to_thread.run_sync(onnx.embed_sync, texts)
-            bare_runs.append((time.perf_counter() - started, time.process_time() - cpu))
-        bare_s = sum(w for w, _ in bare_runs) / len(bare_runs)
-        bare_cpu = sum(c for _, c in bare_runs) / len(bare_runs)
         started = time.perf_counter()
         again = await index.index_paths([folder])
         reindex_s = time.perf_counter() - started
         payload["indexing"] = {
-            "files": report.files_indexed,
-            "chunks": report.chunks,
-            "embedded": report.embedded,
-            "end_to_end_s": round(index_s, 2),
-            "chunks_per_s": round(report.chunks / index_s, 1),
-            "bare_onnx_s": round(bare_s, 2),
-            "bare_onnx_runs_s": [round(w, 2) for w, _ in bare_runs],
-            "ratio_end_to_end_vs_bare_onnx": round(index_s / bare_s, 3),
-            "end_to_end_cpu_s": round(index_cpu, 2),
-            "bare_onnx_cpu_s": round(bare_cpu, 2),
-            "cpu_ratio_end_to_end_vs_bare_onnx": round(index_cpu / bare_cpu, 3),
+            "files": median["files"],
+            "chunks": median["chunks"],
+            "embedded": median["embedded"],
+            "rounds": rounds,
+            "reported_round": median["collection"],
+            "end_to_end_s": median["end_to_end_s"],
+            "chunks_per_s": round(median["chunks"] / median["end_to_end_s"], 1),
+            "bare_onnx_s": median["bare_onnx_s"],
+            "bare_onnx_runs_s": median["bare_onnx_runs_s"],
+            "ratio_end_to_end_vs_bare_onnx": median["ratio"],
+            "end_to_end_cpu_s": median["end_to_end_cpu_s"],
+            "bare_onnx_cpu_s": median["bare_onnx_cpu_s"],
+            "cpu_ratio_end_to_end_vs_bare_onnx": median["cpu_ratio"],
+            "rest_share_of_bare_onnx": median["rest_share_of_bare"],
             "reindex_unchanged_s": round(reindex_s, 3),
             "reindex_embedded": again.embedded,
             "targets": {
-                "overhead_le_15pct": index_s / bare_s <= 1.15,
-                "cpu_overhead_le_15pct": index_cpu / bare_cpu <= 1.15,
+                "overhead_le_15pct": median["ratio"] <= 1.15,
+                "cpu_overhead_le_15pct": median["cpu_ratio"] <= 1.15,
                 "reindex_le_3s_0_embeddings": reindex_s <= 3 and again.embedded == 0,
             },
         }
         print(
-            f"indexing {len(corpus):,} docs → {report.chunks:,} chunks: {index_s:.1f} s end to end "
-            f"({report.chunks / index_s:.1f} chunks/s); bare ONNX on the same chunks {bare_s:.1f} s; "
-            f"ratio {index_s / bare_s:.3f}x (target <= 1.15); CPU seconds {index_cpu:.1f} vs "
-            f"{bare_cpu:.1f}, ratio {index_cpu / bare_cpu:.3f}x"
+            f"indexing {len(corpus):,} docs → {median['chunks']:,} chunks, median of {len(rounds)} rounds: "
+            f"{median['end_to_end_s']:.1f} s end to end ({median['chunks'] / median['end_to_end_s']:.1f} "
+            f"chunks/s); bare ONNX on the same chunks {median['bare_onnx_s']:.1f} s; ratio "
+            f"{median['ratio']:.3f}x (target <= 1.15); CPU seconds {median['end_to_end_cpu_s']:.1f} vs "
+            f"{median['bare_onnx_cpu_s']:.1f}, ratio {median['cpu_ratio']:.3f}x; all rounds: "
+            + ", ".join(f"{r['ratio']:.3f}x" for r in rounds)
+            + "; outside the embedding calls: "
+            + ", ".join(f"{r['rest_s']:.1f} s ({r['rest_share_of_bare']:.1%} of bare)" for r in rounds)
         )
         print(f"re-index unchanged: {reindex_s:.2f} s, {again.embedded} embedded (target <= 3 s, 0)")
-        small: dict[str, Any] = {"chunks": report.chunks}
+        small: dict[str, Any] = {"chunks": median["chunks"]}
         for mode in SearchMode:
             small[mode.value] = await latencies(index, queries, mode)
         payload["latency_small"] = small
-        print(f"\nquery latency at {report.chunks:,} chunks (exact search), {len(queries)} queries")
+        print(f"\nquery latency at {median['chunks']:,} chunks (exact search), {len(queries)} queries")
         for mode in SearchMode:
             print(
                 f"  {mode.value:<9} p50 {small[mode.value]['p50_ms']:>7.2f} ms   p95 {small[mode.value]['p95_ms']:>7.2f} ms"
@@ -272,6 +343,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--queries", type=int, default=200, help="queries for the latency runs")
     parser.add_argument("--rows", type=int, default=100_000, help="chunks of the synthetic collection")
     parser.add_argument("--skip-100k", action="store_true")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help="indexing rounds between bare ONNX runs (the median is reported)",
+    )
     args = parser.parse_args()
     if not Path(args.data_dir).is_dir():
         raise SystemExit(f"{args.data_dir} does not exist; pass DATA_DIR (the shared data folder)")
