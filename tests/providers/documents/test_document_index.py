@@ -611,10 +611,10 @@ class _Steered:
     """Hash vectors, except that texts holding ``near`` get the query's own vector (a test double
     whose semantic leg is sure of another document than the lexical leg)."""
 
-    def __init__(self, near: str) -> None:
+    def __init__(self, near: str, query: str) -> None:
         self.inner = HashEmbedder(32, model="steered")
         self.near = near
-        self.query: str | None = None
+        self.query = query
 
     @property
     def space(self) -> EmbeddingSpace:
@@ -624,7 +624,7 @@ class _Steered:
         self, texts: Sequence[str], *, kind: EmbeddingKind = "document"
     ) -> npt.NDArray[np.float32]:
         vectors = self.inner.vectors(texts)
-        if kind == "document" and self.query is not None:
+        if kind == "document":
             (query_vector,) = self.inner.vectors([self.query])
             for row, text in enumerate(texts):
                 if self.near in text:
@@ -645,8 +645,7 @@ def test_a_lexical_hit_the_lexical_leg_is_sure_of_stays_first(
     (docs / "trains.md").write_text("# Travel\n\nTrains to the coast leave hourly from platform four.\n")
     (docs / "desk.md").write_text("# Desks\n\nHot desks are booked a day ahead at the front desk.\n")
     query = "zephyr cluster restarts kestrel backup"
-    steered = _Steered(near="kestrel backup copies")  # the semantic leg's sure pick: kestrel.md
-    steered.query = query
+    steered = _Steered(near="kestrel backup copies", query=query)  # the semantic leg's sure pick: kestrel.md
 
     async def go() -> Any:
         async with _index(tmp_path, EmbeddingChain([steered])) as index:
