@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import ast
+import importlib
+import importlib.metadata
+import re
 import subprocess
 import sys
 import tomllib
@@ -70,3 +74,59 @@ def test_built_wheel_contains_every_module_and_data_file(tmp_path: Path) -> None
             ):
                 missing.append(target)
     assert not missing, f"files missing from the wheel: {missing}"
+
+
+def _declared(requirements: list[str]) -> set[str]:
+    names = set()
+    for requirement in requirements:
+        name = re.split(r"[\s\[<>=!~;]", requirement, maxsplit=1)[0]
+        names.add(_normalise(name))
+    return names
+
+
+def _normalise(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _imported_top_levels() -> dict[str, list[str]]:
+    """Every top-level module the product code imports (absolute imports only), with where."""
+    found: dict[str, list[str]] = {}
+    for layer in LAYERS:
+        for path in (ROOT / layer).rglob("*.py"):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Import):
+                    modules = [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    modules = [node.module]
+                else:
+                    continue
+                for module in modules:
+                    top = module.split(".", 1)[0]
+                    found.setdefault(top, []).append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    return found
+
+
+def test_every_imported_package_is_declared() -> None:
+    """A package the product imports must be a declared dependency (core or an extra), never a lucky
+    transitive one: trafilatura's lxml.html.clean came from lxml's extra until lxml 6 dropped it, and a
+    fresh venv's pip then installed neither."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    core = _declared(config["project"]["dependencies"])
+    extras = _declared([r for reqs in config["project"]["optional-dependencies"].values() for r in reqs])
+    distributions = importlib.metadata.packages_distributions()
+    undeclared = {}
+    for top, where in _imported_top_levels().items():
+        if top in sys.stdlib_module_names or top in {"simone", "__future__"}:
+            continue
+        owners = {_normalise(d) for d in distributions.get(top, [])}
+        assert owners, f"{top} is imported ({where[0]}) but no installed distribution provides it"
+        if not owners & (core | extras):
+            undeclared[top] = (sorted(owners), where[:3])
+    assert not undeclared, f"imported but not declared in pyproject: {undeclared}"
+
+
+def test_trafilatura_imports_with_declared_dependencies() -> None:
+    """lxml.html.clean lives in lxml_html_clean since lxml 5.2; trafilatura imports it at import time."""
+    importlib.import_module("lxml.html.clean")
+    importlib.import_module("trafilatura")
