@@ -11,6 +11,7 @@ caller again. Results are the structured models (``structuredContent``) plus the
 from __future__ import annotations
 
 import json
+import logging
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
@@ -20,6 +21,8 @@ from mcp.server.stdio import stdio_server
 from simone.agents._runtime import Runtime
 from simone.agents._tools import AgentProfile
 from simone.runtime import SimoneError, TrustedContext
+
+log = logging.getLogger(__name__)
 
 
 def _version() -> str:
@@ -56,9 +59,18 @@ def build_server(runtime: Runtime, context: TrustedContext, profile: AgentProfil
             return _error(f"UnknownTool: the {profile.name} has no tool {name!r}")
         try:
             result = await runtime.session(context, profile=profile).call(name, dict(params.arguments or {}))
+            data = _scrub(result.model_dump(mode="json"))
         except SimoneError as exc:
-            return _error(f"{type(exc).__name__}: {exc}")
-        data = result.model_dump(mode="json")
+            return _error(f"{type(exc).__name__}: {_text(exc)}")
+        except Exception as exc:  # last resort: a tool's bug is this call's error, not the server's
+            known = _simone_error(exc)
+            if known is not None:
+                return _error(f"{type(known).__name__}: {_text(known)}")
+            log.error("tool %s failed unexpectedly", name, exc_info=exc)
+            return _error(
+                f"InternalError: {name} failed ({type(exc).__name__}); the call did not complete and "
+                "the server's log has the traceback"
+            )
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=json.dumps(data, ensure_ascii=False))],
             structured_content=data,
@@ -82,7 +94,34 @@ def build_server(runtime: Runtime, context: TrustedContext, profile: AgentProfil
 
 
 def _error(message: str) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
+    return types.CallToolResult(content=[types.TextContent(type="text", text=_scrub(message))], is_error=True)
+
+
+def _simone_error(exc: BaseException) -> SimoneError | None:
+    """The one SimoneError inside ``exc``'s exception groups (a task group's wrapping), if it is alone."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc if isinstance(exc, SimoneError) else None
+
+
+def _text(exc: BaseException) -> str:
+    try:
+        return str(exc)
+    except Exception:  # noqa: BLE001 - an error whose str() fails still gets a message
+        return "(no message)"
+
+
+def _scrub(value: Any) -> Any:
+    """``value`` with every lone surrogate replaced by U+FFFD: the transport writes UTF-8, which has none."""
+    if isinstance(value, str):
+        if value.isascii():
+            return value
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, dict):
+        return {_scrub(key): _scrub(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_scrub(item) for item in value]
+    return value
 
 
 async def serve_stdio(runtime: Runtime, context: TrustedContext, profile: AgentProfile) -> None:

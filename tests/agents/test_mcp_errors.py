@@ -1,0 +1,67 @@
+"""The MCP server answers every call: a tool's unexpected failure is that call's error result, never a
+dead session or a bare "Internal server error"; text the transport cannot encode is scrubbed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client
+from pydantic import BaseModel, ConfigDict
+from simone.agents import Runtime
+from simone.agents._mcp import build_server
+from simone.agents._tools import AgentProfile, Tool
+from simone.runtime import Caller, InvalidRequest, Settings, TrustedContext
+
+
+class _Args(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    text: str = ""
+
+
+class _Echo(BaseModel):
+    text: str
+
+
+async def _crash(context: TrustedContext, args: _Args) -> _Echo:
+    raise KeyError("terms")
+
+
+async def _grouped(context: TrustedContext, args: _Args) -> _Echo:
+    async def fail() -> None:
+        raise InvalidRequest("the query is empty")
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(fail)
+    return _Echo(text="unreachable")
+
+
+async def _echo(context: TrustedContext, args: _Args) -> _Echo:
+    return _Echo(text=args.text + "\ud800")
+
+
+@pytest.mark.parametrize(
+    ("tool", "expected"),
+    [
+        ("crash", "InternalError: crash failed (KeyError)"),
+        ("grouped", "InvalidRequest: the query is empty"),
+    ],
+)
+def test_an_unexpected_tool_failure_is_that_calls_error(tmp_path: Path, tool: str, expected: str) -> None:
+    async def main_() -> None:
+        async with Runtime.open(Settings(data_dir=tmp_path / "data")) as runtime:
+            for name, handler in (("crash", _crash), ("grouped", _grouped), ("echo", _echo)):
+                runtime.registry.register(Tool(name=name, description=name, args=_Args, handler=handler))
+            profile = AgentProfile(name="tester", caller=Caller.ORCHESTRATOR, tools=frozenset({tool, "echo"}))
+            context = runtime.admit({"actor": "alice"}, caller=Caller.ORCHESTRATOR)
+            async with Client(build_server(runtime, context, profile)) as client:
+                failed = await client.call_tool(tool, {})
+                assert failed.is_error
+                assert failed.content[0].text.startswith(expected)  # type: ignore[union-attr]
+                # the session survives: the next call answers
+                echoed = await client.call_tool("echo", {"text": "ok"})
+                assert not echoed.is_error
+                assert echoed.structured_content == {"text": "ok\ufffd"}
+
+    anyio.run(main_)
