@@ -1,9 +1,10 @@
 """Record and turn rows inside a transaction: the shared steps of every operation.
 
 Insert and save a record (keeping its full-text terms and its vectors in step), fetch one visible to the
-context (refusing deleted or other-kind records for edits), apply changes (revision and update time move
-only when something changed), check checklist trees against the limits, build the list and search
-filters, and insert a turn.
+context, fetch one the context may change (refusing a record it may only read — global, or shared without
+an actor — with :class:`~simone.runtime.AccessDenied`, and deleted or other-kind records for edits),
+apply changes (revision and update time move only when something changed), check checklist trees against
+the limits, build the list and search filters, and insert a turn.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ from simone.providers.memory._rows import (
     record_values,
     to_us,
 )
-from simone.providers.memory._scope import scope_signature, scope_sql, scope_values
-from simone.runtime import InvalidRequest, NotFound, TrustedContext
+from simone.providers.memory._scope import may_change, scope_signature, scope_sql, scope_values
+from simone.runtime import AccessDenied, Caller, InvalidRequest, NotFound, TrustedContext
 
 
 class RecordAccess(StoreCore):
@@ -71,10 +72,37 @@ class RecordAccess(StoreCore):
             )
         return int(row["rowid"]), record
 
+    def _owned(
+        self, db: sqlite3.Connection, context: TrustedContext, record_id: str
+    ) -> tuple[int, MemoryRecord]:
+        """A record the context may change, deleted or not (see :func:`~._scope.may_change`).
+
+        Raises:
+            NotFound: unknown or invisible id.
+            AccessDenied: a record the context may read but did not write (global, or shared without an
+                actor), unless the caller is ``system``.
+        """
+        rowid, record = self._fetch(db, context, record_id, include_deleted=True)
+        if not may_change(record.scope, context):
+            # Visible but not changeable: the record carries no actor (global, or shared by an import).
+            whose = "a global record" if record.is_global else "a shared record (it names no actor)"
+            hint = (
+                "create a fact of your own (without supersedes) instead"
+                if record.kind is RecordKind.FACT
+                else f"create a {record.kind.value} of your own instead"
+            )
+            raise AccessDenied(
+                f"memory record {record_id!r} is {whose}: the {context.caller.value} may read it but not "
+                f"change it; only the scope that wrote it, or the {Caller.SYSTEM.value} caller, may. "
+                f"Nothing was changed; {hint}.",
+                provider="memory",
+            )
+        return rowid, record
+
     def _editable(
         self, db: sqlite3.Connection, context: TrustedContext, record_id: str, kind: RecordKind | None = None
     ) -> tuple[int, MemoryRecord]:
-        rowid, record = self._fetch(db, context, record_id, include_deleted=True)
+        rowid, record = self._owned(db, context, record_id)
         if record.deleted_at is not None:
             raise InvalidRequest(
                 f"memory record {record_id!r} was deleted at {record.deleted_at.isoformat()}; restore it "

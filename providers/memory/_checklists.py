@@ -1,7 +1,8 @@
 """Checklist items: add, change, move and remove nested items.
 
 Each edit runs in one transaction and stays within ``memory.checklist_max_depth`` and
-``memory.max_checklist_items``.
+``memory.max_checklist_items``. Only a context that may change the checklist (its own actor's, or any it
+sees for a ``system`` caller) may edit its items; others get :class:`~simone.runtime.AccessDenied`.
 """
 
 from __future__ import annotations

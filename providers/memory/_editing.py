@@ -55,6 +55,9 @@ class RecordEditing(RecordAccess):
             InvalidRequest: a body over ``memory.max_body_chars``, too many or too deep checklist items,
                 a fact that supersedes a missing, inactive or later fact.
             ScopeViolation: ``keys`` the context does not set, or a global write by a non-system caller.
+            AccessDenied: a fact that supersedes a fact the context may read but not change (a global,
+                shared or another actor's fact): the old fact stays current for everyone, nothing is
+                written. Create the fact without ``supersedes`` to keep a fact of your own.
         """
         return await self._run(self._create_sync, context, spec, keys, global_)
 
@@ -165,7 +168,8 @@ class RecordEditing(RecordAccess):
 
         Raises:
             NotFound: unknown or invisible id. InvalidRequest: a deleted record, a kind mismatch, a
-                body over the limit, a fact valid_until not after valid_from.
+                body over the limit, a fact valid_until not after valid_from. AccessDenied: a record the
+                context may read but not change (global, shared or another actor's).
         """
         return await self._run(self._update_sync, context, patch)
 
@@ -232,7 +236,7 @@ class RecordEditing(RecordAccess):
         """Archive a note, complete a todo / checklist (and its open items) / task state, retire a fact.
 
         Completing what is already complete changes nothing. With ``kind``, a record of another kind is
-        refused (InvalidRequest).
+        refused (InvalidRequest); a record the context may read but not change, with AccessDenied.
         """
         return await self._run(self._complete_sync, context, record_id, kind)
 

@@ -15,8 +15,16 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
-from simone.runtime import InvalidRequest, ScopeViolation
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from simone.runtime import SCOPE_KEYS, InvalidRequest, ScopeViolation
 
 MAX_TITLE_CHARS = 512
 """Titles, subjects, predicates and task names are short labels, not documents."""
@@ -26,6 +34,8 @@ Body = Annotated[str, Field(max_length=1_000_000)]
 """A hard ceiling for the wire; the store enforces the configured ``memory.max_body_chars``."""
 RecordId = Annotated[str, Field(min_length=1, max_length=128)]
 Tag = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^\S+$")]
+SeqNumber = Annotated[int, Field(ge=0, le=2**62)]
+"""A revision or sequence number: it must fit SQLite's 64-bit integers with room to count on."""
 
 
 class RecordKind(StrEnum):
@@ -417,6 +427,16 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+def _scope_keys_only(scope: dict[str, str]) -> dict[str, str]:
+    """Refuse a scope with a key that is not a scope key (stored, it would be dropped: a wider scope)."""
+    unknown = [key for key in scope if key not in SCOPE_KEYS]
+    if unknown:
+        raise ValueError(
+            f"unknown scope keys {unknown}; the keys are {', '.join(SCOPE_KEYS)}, spelled exactly"
+        )
+    return scope
+
+
 class ChecklistItem(_Frozen):
     """One checklist item; ``children`` are its nested items, in order."""
 
@@ -434,8 +454,8 @@ class FactFields(_Frozen):
     object: str
     source: str | None = None
     confidence: float = 1.0
-    valid_from: datetime
-    valid_until: datetime | None = None
+    valid_from: AwareDatetime
+    valid_until: AwareDatetime | None = None
     supersedes: str | None = None
     superseded_by: str | None = None
 
@@ -458,7 +478,8 @@ class MemoryRecord(_Frozen):
     Attributes:
         id: stable id (from the store's id generator).
         kind: note, todo, checklist, fact or task_state.
-        scope: the scope keys it was written under (empty: explicitly global).
+        scope: the scope keys it was written under (empty: explicitly global); only the keys of
+            :data:`~simone.runtime.SCOPE_KEYS`, spelled exactly.
         title: the title (a fact's subject and predicate; a task state's name).
         body: free text.
         tags: labels, in the order given.
@@ -479,15 +500,17 @@ class MemoryRecord(_Frozen):
     tags: tuple[str, ...] = ()
     status: str
     priority: Priority | None = None
-    due_at: datetime | None = None
+    due_at: AwareDatetime | None = None
     items: tuple[ChecklistItem, ...] = ()
     fact: FactFields | None = None
     task_state: TaskStateFields | None = None
-    created_at: datetime
-    updated_at: datetime
-    completed_at: datetime | None = None
-    deleted_at: datetime | None = None
-    revision: Annotated[int, Field(ge=1)] = 1
+    created_at: AwareDatetime
+    updated_at: AwareDatetime
+    completed_at: AwareDatetime | None = None
+    deleted_at: AwareDatetime | None = None
+    revision: Annotated[int, Field(ge=1, le=2**62)] = 1
+
+    _scope = field_validator("scope")(_scope_keys_only)
 
     @property
     def locator(self) -> str:
@@ -521,10 +544,12 @@ class Turn(_Frozen):
 
     id: str
     scope: dict[str, str]
-    seq: int
+    seq: SeqNumber
     role: TurnRole
     content: str
-    created_at: datetime
+    created_at: AwareDatetime
+
+    _scope = field_validator("scope")(_scope_keys_only)
 
     @property
     def locator(self) -> str:
@@ -538,8 +563,10 @@ class SessionSummary(_Frozen):
     id: str
     scope: dict[str, str]
     content: str
-    through_seq: int
-    updated_at: datetime
+    through_seq: SeqNumber
+    updated_at: AwareDatetime
+
+    _scope = field_validator("scope")(_scope_keys_only)
 
     @property
     def locator(self) -> str:
@@ -563,30 +590,62 @@ class MemoryExport(_Frozen):
 
     format: Literal["simone-memory"] = EXPORT_FORMAT
     version: Literal[1] = EXPORT_VERSION
-    exported_at: datetime
+    exported_at: AwareDatetime
     records: list[MemoryRecord] = Field(default_factory=list)
     turns: list[Turn] = Field(default_factory=list)
     summaries: list[SessionSummary] = Field(default_factory=list)
 
 
+_ENTRIES = {"records": "record", "turns": "turn", "summaries": "summary"}
+
+
+def _where(data: Any, loc: tuple[int | str, ...]) -> str:
+    """Where a validation error is, naming the record, turn or summary by its id when it has one."""
+    if len(loc) >= 2 and loc[0] in _ENTRIES and isinstance(loc[1], int):
+        entries = data.get(loc[0]) if isinstance(data, Mapping) else None
+        entry = entries[loc[1]] if isinstance(entries, list) and loc[1] < len(entries) else None
+        ident = entry.get("id") if isinstance(entry, Mapping) else None
+        label = f"{_ENTRIES[str(loc[0])]} {ident!r}" if isinstance(ident, str) else f"{loc[0]}[{loc[1]}]"
+        rest = ".".join(str(part) for part in loc[2:])
+        return f"{label} {rest}" if rest else label
+    return ".".join(str(part) for part in loc) or "document"
+
+
 def load_export(text: str | bytes) -> MemoryExport:
-    """Parse an export document (JSON text).
+    """Parse an export document (JSON text), all of it or nothing.
+
+    Refused, each with one message that names the record (by id) and the field: a document that is not
+    a JSON object, entries that are not objects, fields of the wrong type, unknown fields, scope keys
+    that are not scope keys (``"tenant"``, ``"Actor"``, ``"actor "``: stored, they would be dropped and
+    widen the record, even to global), timestamps without a timezone, text that is not valid Unicode.
 
     Raises:
         InvalidRequest: not JSON, or not a simone memory export (the message lists the problems).
     """
     try:
         data = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
         raise InvalidRequest(f"the import is not valid JSON ({exc}); nothing was written") from exc
+    if not isinstance(data, dict):
+        raise InvalidRequest(
+            "the import is not a simone memory export (the document must be a JSON object with format, "
+            f"version, exported_at and records, not a JSON {type(data).__name__}); nothing was written"
+        )
+    try:
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidRequest(
+            f"the import holds text that is not valid Unicode ({exc.reason}: a lone surrogate escape?); "
+            "nothing was written"
+        ) from exc
     try:
         return MemoryExport.model_validate(data)
     except ValidationError as exc:
-        reasons = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or 'document'}: {err['msg']}" for err in exc.errors()[:20]
-        )
+        errors = exc.errors()
+        reasons = "; ".join(f"{_where(data, err['loc'])}: {err['msg']}" for err in errors[:20])
+        more = f" (and {len(errors) - 20} more)" if len(errors) > 20 else ""
         raise InvalidRequest(
-            f"the import is not a simone memory export ({reasons}); nothing was written"
+            f"the import is not a simone memory export ({reasons}{more}); nothing was written"
         ) from exc
 
 

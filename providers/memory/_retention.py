@@ -17,18 +17,26 @@ class RecordRetention(RecordAccess):
     """Soft delete, restore, hard delete and purge."""
 
     async def delete(self, context: TrustedContext, record_id: str) -> MemoryRecord:
-        """Soft-delete a record (idempotent); it is hard-deleted after the retention period."""
+        """Soft-delete a record (idempotent); it is hard-deleted after the retention period.
+
+        Raises:
+            NotFound: unknown or invisible id. AccessDenied: a record the context may read but not change.
+        """
         return await self._run(self._set_deleted, context, record_id, True)
 
     async def restore(self, context: TrustedContext, record_id: str) -> MemoryRecord:
-        """Undo a soft delete (idempotent)."""
+        """Undo a soft delete (idempotent).
+
+        Raises:
+            NotFound: unknown or invisible id. AccessDenied: a record the context may read but not change.
+        """
         return await self._run(self._set_deleted, context, record_id, False)
 
     def _set_deleted(self, context: TrustedContext, record_id: str, deleted: bool) -> MemoryRecord:
         now = self._now()
 
         def transaction(db: sqlite3.Connection) -> MemoryRecord:
-            rowid, old = self._fetch(db, context, record_id, include_deleted=True)
+            rowid, old = self._owned(db, context, record_id)
             if (old.deleted_at is not None) == deleted:
                 return old
             new = self._changed(old, {"deleted_at": now if deleted else None}, now)
@@ -38,12 +46,16 @@ class RecordRetention(RecordAccess):
         return self._write(transaction)
 
     async def hard_delete(self, context: TrustedContext, record_id: str) -> None:
-        """Delete a visible record for good (soft-deleted or not)."""
+        """Delete a record for good (soft-deleted or not).
+
+        Raises:
+            NotFound: unknown or invisible id. AccessDenied: a record the context may read but not change.
+        """
         await self._run(self._hard_delete_sync, context, record_id)
 
     def _hard_delete_sync(self, context: TrustedContext, record_id: str) -> None:
         def transaction(db: sqlite3.Connection) -> None:
-            rowid, _ = self._fetch(db, context, record_id, include_deleted=True)
+            rowid, _ = self._owned(db, context, record_id)
             db.execute("DELETE FROM records WHERE rowid = ?", (rowid,))
 
         self._write(transaction)

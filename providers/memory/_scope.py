@@ -3,6 +3,11 @@
 A record carries the scope keys that were set in the :class:`~simone.runtime.TrustedContext` it was
 written under (or none at all: explicitly global). A context sees a record only if every key the record
 carries is present in the context with the same value; a global record is seen by every context.
+
+Seeing is not changing: a context may change (update, complete, delete, restore, edit items of,
+supersede) a record only if it may see it *and* the record names the context's own actor — the scope
+that wrote it. Global records (and shared records without an actor, which an import made before imports
+checked scopes may have left) are read-only except for a ``system`` caller. See :func:`may_change`.
 """
 
 from __future__ import annotations
@@ -10,8 +15,9 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Mapping, Sequence
+from typing import Any
 
-from simone.runtime import SCOPE_KEYS, Caller, ScopeViolation, TrustedContext
+from simone.runtime import SCOPE_KEYS, Caller, InvalidRequest, ScopeViolation, TrustedContext
 
 SCOPE_COLUMNS: tuple[str, ...] = tuple(f"s_{key}" for key in SCOPE_KEYS)
 """One nullable column per scope key, in the fixed order of ``SCOPE_KEYS``."""
@@ -60,13 +66,67 @@ def visible(record_scope: Mapping[str, str], context: TrustedContext) -> bool:
     return all(scope.get(key) == value for key, value in record_scope.items())
 
 
+def may_change(record_scope: Mapping[str, str], context: TrustedContext) -> bool:
+    """Whether ``context`` may change a record with ``record_scope`` (reading is :func:`visible`).
+
+    A ``system`` caller may change what it sees. Anyone else only a record that it sees and that carries
+    its own actor: never a global record, never a shared one without an actor, never another actor's.
+    """
+    if not visible(record_scope, context):
+        return False
+    if context.caller is Caller.SYSTEM:
+        return True
+    return record_scope.get("actor") == context.actor
+
+
+def scope_problems(scope: Any) -> list[str]:
+    """What is wrong with a scope taken from outside (an import): empty when it is a valid scope.
+
+    A scope is a mapping of exactly the keys of :data:`~simone.runtime.SCOPE_KEYS` (spelled exactly:
+    ``"Actor"`` or ``"actor "`` are not keys) to strings. Anything else would be dropped when stored and
+    turn the record into a wider (even global) one.
+    """
+    if not isinstance(scope, Mapping):
+        return [f"scope must be an object of {', '.join(SCOPE_KEYS)}, not {type(scope).__name__}"]
+    problems: list[str] = []
+    unknown = [key for key in scope if key not in SCOPE_KEYS]
+    if unknown:
+        problems.append(
+            f"unknown scope keys {unknown} (the keys are {', '.join(SCOPE_KEYS)}, spelled exactly)"
+        )
+    wrong = [key for key, value in scope.items() if key in SCOPE_KEYS and not isinstance(value, str)]
+    if wrong:
+        problems.append(f"scope values of {wrong} are not strings")
+    return problems
+
+
+def check_scope(scope: Mapping[str, str], what: str = "a scope") -> None:
+    """Raise :class:`~simone.runtime.InvalidRequest` unless ``scope`` is valid (see :func:`scope_problems`).
+
+    Storing a scope goes through this: an unknown key is refused, never silently dropped.
+    """
+    problems = scope_problems(scope)
+    if problems:
+        raise InvalidRequest(f"{what}: {'; '.join(problems)}; nothing was written")
+
+
 def scope_signature(scope: Mapping[str, str]) -> str:
-    """A canonical text of a scope (keys in fixed order), for equality lookups and unique keys."""
+    """A canonical text of a scope (keys in fixed order), for equality lookups and unique keys.
+
+    Raises:
+        InvalidRequest: a key that is not a scope key (it would be dropped, widening the scope).
+    """
+    check_scope(scope)
     return json.dumps([[key, scope[key]] for key in SCOPE_KEYS if key in scope], ensure_ascii=False)
 
 
 def scope_values(scope: Mapping[str, str]) -> tuple[str | None, ...]:
-    """The values of the scope columns, in column order (``None`` where the record carries no key)."""
+    """The values of the scope columns, in column order (``None`` where the record carries no key).
+
+    Raises:
+        InvalidRequest: a key that is not a scope key (it would be dropped, widening the scope).
+    """
+    check_scope(scope)
     return tuple(scope.get(key) for key in SCOPE_KEYS)
 
 

@@ -3,6 +3,9 @@
 Every method takes the :class:`~simone.runtime.TrustedContext` of the request: writes carry its scope,
 reads see only what its scope may see (see :mod:`simone.providers.memory._scope`). An id that does not
 exist and an id that is not visible in the caller's scope are the same :class:`~simone.runtime.NotFound`.
+Changing a record needs more than seeing it: a record that is visible but not the caller's own (global,
+shared, another actor's) is refused with :class:`~simone.runtime.AccessDenied` unless the caller is
+``system``.
 """
 
 from __future__ import annotations
@@ -40,7 +43,8 @@ class MemoryStore(Protocol):
     Each method is one transaction. Failures of the database itself raise
     :class:`~simone.runtime.ProviderUnavailable`; bad input raises :class:`~simone.runtime.InvalidRequest`,
     unknown or invisible ids :class:`~simone.runtime.NotFound`, scope misuse
-    :class:`~simone.runtime.ScopeViolation`.
+    :class:`~simone.runtime.ScopeViolation`, changes to a record the caller may only read
+    :class:`~simone.runtime.AccessDenied`.
     """
 
     async def create(

@@ -4,7 +4,9 @@ Each tool's argument model derives from :class:`~simone.providers.memory.MemoryA
 ``extra="forbid"``, no scope fields, and any argument that tries to carry a scope (``actor``,
 ``conversation``, ``project``, ``scope``… at any depth, in any spelling) raises
 :class:`~simone.runtime.ScopeViolation` before anything else happens. The scope of every read and write is
-the :class:`~simone.runtime.TrustedContext` the runtime passes in.
+the :class:`~simone.runtime.TrustedContext` the runtime passes in. Tools read what that context may
+see (global records included) but change only its own records: updating, completing, deleting, editing
+the items of or superseding a global record raises :class:`~simone.runtime.AccessDenied`.
 
 :data:`MEMORY_TOOLS` lists every tool as a :class:`MemoryTool` (name, description, argument model,
 function); :meth:`MemoryTool.invoke` parses raw model output and runs the tool. Results are JSON-ready

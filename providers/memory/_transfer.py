@@ -22,7 +22,7 @@ from simone.providers.memory._rows import (
     summary_from_row,
     turn_from_row,
 )
-from simone.providers.memory._scope import scope_signature, scope_sql
+from simone.providers.memory._scope import scope_problems, scope_signature, scope_sql
 from simone.runtime import Caller, InvalidRequest, ScopeViolation, TrustedContext
 
 _OPTIMIZE_AFTER = 1000
@@ -88,7 +88,9 @@ class MemoryTransfer(RecordAccess):
         Raises:
             ScopeViolation: a non-system caller.
             InvalidRequest: ids that already exist (unless ``replace``), duplicate ids in the document,
-                records that break memory's rules (status, kind fields, limits).
+                records that break memory's rules (status, kind fields, limits), a scope with a key that
+                is not a scope key or a non-global record scope without an actor (each named by id and
+                key), session memory without an actor and a conversation.
         """
         if context.caller is not Caller.SYSTEM:
             raise ScopeViolation("only a system caller may import memory (it writes records of any scope)")
@@ -108,6 +110,13 @@ class MemoryTransfer(RecordAccess):
             RecordKind.TASK_STATE: "task_state",
         }
         for record in document.records:
+            # The model refuses these too; a document built with model_construct skips the model.
+            problems.extend(f"record {record.id}: {problem}" for problem in scope_problems(record.scope))
+            if record.scope and "actor" not in record.scope:
+                problems.append(
+                    f"record {record.id}: scope {sorted(record.scope)} names no actor; a record is global "
+                    "(scope {}) or carries the actor that wrote it"
+                )
             vocabulary = {member.value for member in STATUSES[record.kind]}
             if record.status not in vocabulary:
                 problems.append(
@@ -125,8 +134,11 @@ class MemoryTransfer(RecordAccess):
                     problems.append(f"record {record.id}: {exc}")
         sessions: list[Turn | SessionSummary] = [*document.turns, *document.summaries]
         for item in sessions:
-            if "conversation" not in item.scope:
-                problems.append(f"turn {item.id}: session memory needs a conversation in its scope")
+            problems.extend(f"turn {item.id}: {problem}" for problem in scope_problems(item.scope))
+            if "conversation" not in item.scope or "actor" not in item.scope:
+                problems.append(
+                    f"turn {item.id}: session memory needs an actor and a conversation in its scope"
+                )
         if problems:
             raise InvalidRequest("the import was refused, nothing was written: " + "; ".join(problems[:20]))
 
