@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 import time
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-from simone.runtime._errors import FailureKind, InvalidRequest
+from simone.runtime._errors import FailureKind, InvalidRequest, ProviderError
 
 JsonValue = Any
 """Any value that ``json.dumps`` accepts (kept loose on purpose: metadata is open-ended)."""
@@ -162,6 +163,43 @@ class Evidence(_Frozen):
         )
 
 
+FAILURE_KINDS: frozenset[str] = frozenset(get_args(FailureKind))
+"""The documented failure kinds (:data:`~simone.runtime.FailureKind`)."""
+
+MAX_MESSAGE_CHARS = 2000
+"""The longest failure message :meth:`ProviderFailure.from_error` keeps (longer ones are cut)."""
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def safe_text(value: object, *, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """``str(value)`` that never raises: cut to ``limit`` characters, lone surrogates replaced.
+
+    An object whose ``__str__`` raises (or returns something that is not text) is described by its
+    type instead, so a failure message can always be built and serialised to JSON.
+    """
+    try:
+        text = str(value)
+    except Exception as exc:  # noqa: BLE001 -- describing a broken object must not raise in turn
+        text = f"<{_type_name(value)} whose str() raised {_type_name(exc)}>"
+    if len(text) > limit:
+        text = text[: max(0, limit - 1)] + "…"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates cannot be written as JSON: U+FFFD instead
+        text = _SURROGATE.sub("\ufffd", text)
+    return text
+
+
+def _type_name(value: object) -> str:
+    try:
+        name = type(value).__name__
+    except Exception:  # noqa: BLE001 -- a metaclass may break even this
+        return "object"
+    return name if isinstance(name, str) else "object"
+
+
 class ProviderFailure(_Frozen):
     """Why a provider (or one leg inside it) gave no answer. Empty and failed are never the same."""
 
@@ -173,6 +211,83 @@ class ProviderFailure(_Frozen):
     retry_after_s: float | None = None
     leg: str | None = None
     elapsed_ms: float = 0.0
+
+    @classmethod
+    def from_error(
+        cls, provider: str, error: BaseException, *, elapsed_ms: float = 0.0, leg: str | None = None
+    ) -> ProviderFailure:
+        """The failure an exception stands for; never raises, whatever the exception carries.
+
+        A well-formed :class:`~simone.runtime.ProviderError` keeps its kind, message, ``retryable``
+        and ``retry_after_s``. One with an undocumented kind, a ``retryable`` that is not a bool, a
+        ``retry_after_s`` that is not a finite number >= 0 or a message that is not text is recorded
+        as kind ``error`` (not retryable) with what was wrong in the message. Any other exception is
+        kind ``error`` with its type and text. Messages come from :func:`safe_text`.
+        """
+        try:
+            return cls._from_error(provider, error, elapsed_ms=elapsed_ms, leg=leg)
+        except Exception:  # noqa: BLE001 -- e.g. a kind whose __eq__ raises; say so rather than raise
+            return cls(
+                provider=safe_text(provider, limit=200),
+                kind="error",
+                message=f"{safe_text(provider, limit=200)} raised an exception that could not be described",
+                leg=leg if isinstance(leg, str) else None,
+            )
+
+    @classmethod
+    def _from_error(
+        cls, provider: str, error: BaseException, *, elapsed_ms: float, leg: str | None
+    ) -> ProviderFailure:
+        name = _type_name(error)
+        text = safe_text(error)
+        if isinstance(error, ProviderError):
+            problems: list[str] = []
+            kind = _attribute(error, "kind", problems)
+            retryable = _attribute(error, "retryable", problems)
+            retry_after_s = _attribute(error, "retry_after_s", problems)
+            message = _attribute(error, "message", problems)
+            if not (isinstance(kind, str) and kind in FAILURE_KINDS):
+                problems.append(f"undocumented failure kind {_safe_repr(kind)}")
+            if not isinstance(retryable, bool):
+                problems.append(f"retryable is {_type_name(retryable)}, not a bool")
+            if retry_after_s is not None and not (
+                isinstance(retry_after_s, int | float)
+                and not isinstance(retry_after_s, bool)
+                and math.isfinite(retry_after_s)
+                and retry_after_s >= 0
+            ):
+                problems.append(f"retry_after_s {_safe_repr(retry_after_s)} is not a number >= 0")
+            if not isinstance(message, str):
+                problems.append(f"its message is {_type_name(message)}, not text")
+            if not problems:
+                return cls(
+                    provider=provider,
+                    kind=kind,
+                    message=safe_text(message or text),  # an empty message falls back to str()
+                    retryable=retryable,
+                    retry_after_s=retry_after_s,
+                    leg=leg,
+                    elapsed_ms=elapsed_ms,
+                )
+            text = f"{provider} raised a malformed {name} ({'; '.join(problems)}): {text}"
+        else:
+            text = f"{provider} raised {name}: {text}"
+        return cls(provider=provider, kind="error", message=safe_text(text), leg=leg, elapsed_ms=elapsed_ms)
+
+
+def _safe_repr(value: object) -> str:
+    try:
+        return safe_text(repr(value), limit=80)
+    except Exception:  # noqa: BLE001 -- repr() of a broken object may raise too
+        return f"<{_type_name(value)}>"
+
+
+def _attribute(error: BaseException, attribute: str, problems: list[str]) -> object:
+    try:
+        return getattr(error, attribute)
+    except Exception as exc:  # noqa: BLE001 -- a broken property is one more problem to report
+        problems.append(f"reading {attribute} raised {_type_name(exc)}")
+        return None
 
 
 ExclusionReason = Literal["duplicate", "over_budget", "not_relevant"]

@@ -15,6 +15,11 @@ class Provider(Protocol):
     ``retrieve`` returns the provider's evidence best first, or raises a
     :class:`~simone.runtime.ProviderError` (any other exception is recorded as kind ``error``).
     A provider must check the caller in ``context`` itself when it is restricted.
+
+    The router cancels a provider at its deadline; an answer that still arrives later (a provider
+    that blocks the event loop, waits on a thread or shields itself) is recorded as a ``timeout`` and
+    its evidence is dropped. An answer that is not a valid :class:`ProviderResponse` (including one
+    built with ``model_construct``) is recorded as ``invalid_response``.
     """
 
     @property

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from typing import TypeVar
 
 import anyio
+import anyio.lowlevel
+from pydantic import ValidationError
 from simone.runtime._contracts import (
     BudgetReport,
     Contribution,
@@ -16,6 +18,7 @@ from simone.runtime._contracts import (
     FusedItem,
     ProviderFailure,
     ProviderHits,
+    ProviderKind,
     ProviderResponse,
     ProviderSelection,
     ProviderTrace,
@@ -24,10 +27,12 @@ from simone.runtime._contracts import (
     RetrievalResult,
     Status,
     Trace,
+    Trust,
     TrustedContext,
+    safe_text,
 )
 from simone.runtime._dedup import DuplicateFinder
-from simone.runtime._errors import InvalidRequest, ProviderError, UnknownProvider
+from simone.runtime._errors import FailureKind, InvalidRequest, UnknownProvider
 from simone.runtime._fusion import RRF_K, contributions_of, rank_positions, rrf_scores
 from simone.runtime._packing import MIN_TRUNCATION_TOKENS, CharEstimator, PackItem, TokenEstimator, pack
 from simone.runtime._provider import Provider
@@ -52,11 +57,6 @@ def compute_status(outcomes: Sequence[ProviderHits | ProviderFailure], found: in
     return Status.FAILED if impaired else Status.NO_RESULTS
 
 
-@dataclass(frozen=True, slots=True)
-class _Timed:
-    outcome: ProviderHits | ProviderFailure
-
-
 class Router:
     """Fans a request out to providers and fuses what comes back.
 
@@ -68,6 +68,8 @@ class Router:
         provider_timeout_s: each provider's deadline, further bounded by the context's deadline.
         max_query_chars: longer queries are refused with :class:`InvalidRequest`.
         min_truncation_tokens: the least room for which the first misfit is truncated.
+        clock: the monotonic time source in seconds for the deadline checks and the trace's timings
+            (``time.perf_counter``; tests pass a fake one to make a provider late without waiting).
     """
 
     def __init__(
@@ -80,9 +82,12 @@ class Router:
         provider_timeout_s: float = 10.0,
         max_query_chars: int = 8192,
         min_truncation_tokens: int = MIN_TRUNCATION_TOKENS,
+        clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         by_name: dict[str, Provider] = {}
         for provider in providers:
+            if not isinstance(provider.name, str):
+                raise InvalidRequest(f"a provider's name must be text, not {type(provider.name).__name__}")
             if provider.name in by_name:
                 raise InvalidRequest(f"two providers are named {provider.name!r}; names must be unique")
             by_name[provider.name] = provider
@@ -97,6 +102,7 @@ class Router:
         self.provider_timeout_s = provider_timeout_s
         self.max_query_chars = max_query_chars
         self.min_truncation_tokens = min_truncation_tokens
+        self.clock = clock
 
     @property
     def providers(self) -> Mapping[str, Provider]:
@@ -120,11 +126,27 @@ class Router:
         The providers asked are ``request.providers`` when given (each must be registered), else
         ``selection`` (a policy's choice, with reasons), else every registered provider.
 
+        Deadlines: each provider has ``provider_timeout_s`` from its start, cut to what is left of
+        ``context.deadline``. One still running then is cancelled; one that cannot be cancelled (it
+        blocks the event loop, waits on a thread or shields itself) is timed when it answers, and an
+        answer that arrives after its deadline is a ``timeout`` failure whose evidence is not used.
+        When the context's deadline has already passed, no provider is asked: each one selected is
+        recorded as a ``timeout`` failure (not retryable under this context) and the status is
+        ``failed``, never ``complete``.
+
+        Provider faults never raise out of here: a :class:`~simone.runtime.ProviderError` becomes a
+        failure of its kind (see :meth:`ProviderFailure.from_error` for malformed ones), any other
+        exception, or a cancellation exception the provider raised while the router itself was not
+        cancelled, a failure of kind ``error``; an answer that is not a valid
+        :class:`ProviderResponse` (also one built with ``model_construct``) a failure of kind
+        ``invalid_response``. A real cancellation of the caller still propagates.
+
         Raises:
             InvalidRequest: the query is too long or nothing was selected.
             UnknownProvider: an explicit provider name is not registered.
         """
-        started = time.perf_counter()
+        clock = self.clock
+        started = clock()
         if len(request.query) > self.max_query_chars:
             raise InvalidRequest(
                 f"the query has {len(request.query):,} characters; the limit is {self.max_query_chars:,}"
@@ -135,17 +157,22 @@ class Router:
         max_tokens = min(request.max_tokens or context.token_budget, context.token_budget)
 
         outcomes: list[ProviderHits | ProviderFailure | None] = [None] * len(chosen)
-        fan_started = time.perf_counter()
+        fan_started = clock()
         if chosen:
             async with anyio.create_task_group() as group:
                 for index, choice in enumerate(chosen):
-                    group.start_soon(
-                        self._run_one, index, self._providers[choice.provider], request, context, outcomes
-                    )
-        fan_ms = (time.perf_counter() - fan_started) * 1000
-        done = [outcome for outcome in outcomes if outcome is not None]
+                    group.start_soon(self._run_one, index, choice.provider, request, context, outcomes)
+        fan_ms = (clock() - fan_started) * 1000
+        done = [  # every selected provider has an outcome: none may vanish from the result
+            outcome
+            if outcome is not None
+            else ProviderFailure(
+                provider=choice.provider, kind="error", message=f"{choice.provider} left no outcome"
+            )
+            for outcome, choice in zip(outcomes, chosen, strict=True)
+        ]
         result = self._assemble(request, context, chosen, list(dropped), done, max_tokens)
-        total_ms = (time.perf_counter() - started) * 1000
+        total_ms = (clock() - started) * 1000
         trace = result.trace.model_copy(
             update={"total_ms": total_ms, "router_ms": max(0.0, total_ms - fan_ms)}
         )
@@ -182,51 +209,64 @@ class Router:
     async def _run_one(
         self,
         index: int,
-        provider: Provider,
+        name: str,
         request: RetrievalRequest,
         context: TrustedContext,
         outcomes: list[ProviderHits | ProviderFailure | None],
     ) -> None:
-        name = provider.name
+        provider = self._providers[name]
         deadline = self._deadline_s(context)
-        started = time.perf_counter()
+        clock = self.clock
+        started = clock()
 
         def elapsed() -> float:
-            return (time.perf_counter() - started) * 1000
+            return (clock() - started) * 1000
 
-        response: object = None
-        try:
-            with anyio.fail_after(deadline):
-                response = await provider.retrieve(request, context)
-        except TimeoutError:
+        if deadline <= 0:  # the context's deadline has passed: asking would only waste the provider's time
             outcomes[index] = ProviderFailure(
                 provider=name,
                 kind="timeout",
-                retryable=True,
-                elapsed_ms=elapsed(),
-                message=f"{name} did not answer within its {deadline:.2f}s deadline",
+                retryable=False,
+                message=f"{name} was not asked: the request's deadline had already passed",
             )
             return
-        except ProviderError as exc:
-            outcomes[index] = ProviderFailure(
-                provider=name,
-                kind=exc.kind,
-                message=exc.message or str(exc),
-                retryable=exc.retryable,
-                retry_after_s=exc.retry_after_s,
-                elapsed_ms=elapsed(),
-            )
+        cancelled = anyio.get_cancelled_exc_class()
+        response: object = None
+        try:
+            with anyio.fail_after(deadline) as scope:
+                response = await provider.retrieve(request, context)
+        except TimeoutError:
+            outcomes[index] = _timeout(name, deadline, elapsed())
             return
-        except Exception as exc:  # noqa: BLE001 -- a provider bug must not sink the others; cancellation propagates
+        except cancelled as exc:
+            # Either this task is being cancelled (the caller's scope), or the provider raised the
+            # cancellation exception itself. A pending cancellation re-raises here and propagates;
+            # otherwise the provider failed like any other bug.
+            await anyio.lowlevel.checkpoint_if_cancelled()
             outcomes[index] = ProviderFailure(
                 provider=name,
                 kind="error",
-                retryable=False,
                 elapsed_ms=elapsed(),
-                message=f"{name} raised {type(exc).__name__}: {exc}",
+                message=f"{name} raised {type(exc).__name__} although the router was not cancelled: "
+                + safe_text(exc, limit=500),
             )
             return
-        outcomes[index] = _validate_response(name, provider, response, elapsed())
+        except Exception as exc:  # noqa: BLE001 -- a provider bug must not sink the others; cancellation propagates
+            outcomes[index] = ProviderFailure.from_error(name, exc, elapsed_ms=elapsed())
+            return
+        except BaseExceptionGroup as group:  # a provider's own task group: fatal leaves propagate
+            if group.subgroup(lambda e: not isinstance(e, Exception | cancelled | BaseExceptionGroup)):
+                raise
+            await anyio.lowlevel.checkpoint_if_cancelled()
+            outcomes[index] = ProviderFailure.from_error(name, group, elapsed_ms=elapsed())
+            return
+        took_ms = elapsed()
+        if scope.cancel_called or took_ms > deadline * 1000:
+            # It answered after its deadline: it blocked the loop, waited on a thread, shielded itself
+            # or swallowed the cancellation. The answer is late; its evidence is not used.
+            outcomes[index] = _timeout(name, deadline, took_ms, late=True)
+            return
+        outcomes[index] = _validate_response(name, provider, response, took_ms)
 
     def _assemble(
         self,
@@ -429,45 +469,175 @@ class Router:
         )
 
 
+def _timeout(name: str, deadline: float, elapsed_ms: float, *, late: bool = False) -> ProviderFailure:
+    message = (
+        f"{name} answered after {elapsed_ms / 1000:.2f}s, past its {deadline:.2f}s deadline "
+        "(it could not be cancelled in time); its late evidence was not used"
+        if late
+        else f"{name} did not answer within its {deadline:.2f}s deadline"
+    )
+    return ProviderFailure(
+        provider=name, kind="timeout", retryable=True, elapsed_ms=elapsed_ms, message=message
+    )
+
+
 def _validate_response(
     name: str, provider: Provider, response: object, elapsed_ms: float
 ) -> ProviderHits | ProviderFailure:
+    """The provider's answer as hits, or the failure it stands for; never raises."""
+    try:
+        checked = _check_response(name, provider, response, elapsed_ms)
+    except Exception as exc:  # noqa: BLE001 -- the last guard: an answer we cannot even read is invalid
+        checked = ("invalid_response", f"{name} returned an answer that could not be read: {safe_text(exc)}")
+    if isinstance(checked, ProviderHits):
+        return checked
+    kind, problem = checked
+    return ProviderFailure(provider=name, kind=kind, elapsed_ms=elapsed_ms, message=safe_text(problem))
+
+
+_M = TypeVar("_M", Evidence, Exclusion, ProviderFailure)
+
+
+def _fine_evidence(item: object) -> bool:
+    """Whether ``item`` is an :class:`Evidence` whose fields have exactly the validated types.
+
+    Cheap enough for every item of every answer; an item that fails it is validated in full.
+    """
+    if type(item) is not Evidence:
+        return False
+    fields = item.__dict__
+    try:
+        score = fields["score"]
+        rank = fields["rank"]
+        fused = fields["fused_score"]
+        return (
+            type(fields["id"]) is str
+            and type(fields["digest"]) is str
+            and type(fields["content"]) is str
+            and type(fields["locator"]) is str
+            and type(fields["provider_name"]) is str
+            and type(fields["title"]) is str
+            and type(fields["provider"]) is ProviderKind
+            and type(fields["trust"]) is Trust
+            and type(fields["metadata"]) is dict
+            and type(score) is float
+            and math.isfinite(score)
+            and (rank is None or type(rank) is int)
+            and (fused is None or type(fused) is float)
+        )
+    except KeyError:  # model_construct() leaves out required fields it was not given
+        return False
+
+
+def _fine_exclusion(item: object) -> bool:
+    if type(item) is not Exclusion:
+        return False
+    fields = item.__dict__
+    try:
+        tokens = fields["tokens"]
+        return (
+            type(fields["id"]) is str
+            and type(fields["provider"]) is str
+            and type(fields["locator"]) is str
+            and type(fields["detail"]) is str
+            and fields["reason"] in ("duplicate", "over_budget", "not_relevant")
+            and (tokens is None or type(tokens) is int)
+        )
+    except KeyError:
+        return False
+
+
+def _revalidated(model: type[_M], item: object) -> tuple[_M | None, str]:
+    """``item`` validated in full as ``model`` (its own subclass, when it is one), or the reason not."""
+    if not isinstance(item, model):
+        return None, f"{type(item).__name__}, not {model.__name__}"
+    try:
+        return type(item).model_validate(dict(item.__dict__)), ""
+    except ValidationError as exc:
+        first = exc.errors()[0] if exc.error_count() else {"loc": (), "msg": "invalid"}
+        where = ".".join(str(p) for p in first["loc"]) or model.__name__
+        return None, f"{where}: {first['msg']}"
+
+
+def _check_response(
+    name: str, provider: Provider, response: object, elapsed_ms: float
+) -> ProviderHits | tuple[FailureKind, str]:
+    """The hits of a well-formed answer, or the failure kind and problem of a malformed one.
+
+    ``model_construct()`` skips validation, so every field is checked here; the common, well-formed
+    answer costs one type check per field and item.
+    """
+    invalid: FailureKind = "invalid_response"
     if not isinstance(response, ProviderResponse):
-        return ProviderFailure(
-            provider=name,
-            kind="invalid_response",
-            elapsed_ms=elapsed_ms,
-            message=f"{name} returned {type(response).__name__}, not a ProviderResponse",
-        )
-    bad = nonfinite = 0
-    for item in response.evidence:  # one pass; model_construct() could have skipped Evidence's validators
-        if not isinstance(item, Evidence):
-            bad += 1
-        elif not math.isfinite(item.score):
-            nonfinite += 1
-    if bad:
-        return ProviderFailure(
-            provider=name,
-            kind="invalid_response",
-            elapsed_ms=elapsed_ms,
-            message=f"{name} returned {bad} item(s) that are not Evidence",
-        )
-    if nonfinite:
-        return ProviderFailure(
-            provider=name,
-            kind="invalid_response",
-            elapsed_ms=elapsed_ms,
-            message=f"{name} returned {nonfinite} item(s) with a non-finite score",
-        )
+        return invalid, f"{name} returned {type(response).__name__}, not a ProviderResponse"
+    try:
+        kind = ProviderKind(provider.kind)
+    except Exception as exc:  # noqa: BLE001 -- the provider itself is broken, not its answer
+        return "error", f"{name} reports a kind that is not a ProviderKind ({safe_text(exc, limit=200)})"
+    fields = response.__dict__
+    evidence, degraded, leg_failures, excluded, details = (
+        fields.get(field) for field in ("evidence", "degraded", "leg_failures", "excluded", "details")
+    )
+    if not isinstance(evidence, list):
+        return invalid, f"{name} returned a response whose evidence is {type(evidence).__name__}, not a list"
+    if not (isinstance(degraded, list) and isinstance(leg_failures, list) and isinstance(excluded, list)):
+        return invalid, f"{name} returned a response whose degraded, leg_failures or excluded is not a list"
+    if not isinstance(details, dict):
+        return invalid, f"{name} returned a response whose details are {type(details).__name__}, not a dict"
+
+    items: list[Evidence] = evidence
+    if not all(map(_fine_evidence, evidence)):  # the slow path: validate each odd item in full
+        items = []
+        alien = nonfinite = invalid_items = 0
+        reason = ""
+        for item in evidence:
+            if _fine_evidence(item):
+                items.append(item)
+            elif not isinstance(item, Evidence):
+                alien += 1
+            elif isinstance(getattr(item, "score", None), float) and not math.isfinite(item.score):
+                nonfinite += 1
+            else:
+                checked, why = _revalidated(Evidence, item)
+                if checked is None:
+                    invalid_items += 1
+                    reason = reason or why
+                else:
+                    items.append(checked)
+        if alien:
+            return invalid, f"{name} returned {alien} item(s) that are not Evidence"
+        if nonfinite:
+            return invalid, f"{name} returned {nonfinite} item(s) with a non-finite score"
+        if invalid_items:
+            return (
+                invalid,
+                f"{name} returned {invalid_items} Evidence item(s) that do not validate ({reason})",
+            )
+    if not all(isinstance(reason, str) for reason in degraded):
+        return invalid, f"{name} returned degraded reasons that are not text"
+    legs: list[ProviderFailure] = []
+    for leg in leg_failures:
+        checked_leg, why = _revalidated(ProviderFailure, leg)
+        if checked_leg is None:
+            return invalid, f"{name} returned a malformed leg failure ({why})"
+        legs.append(checked_leg)
+    exclusions: list[Exclusion] = excluded
+    if not all(map(_fine_exclusion, excluded)):
+        exclusions = []
+        for item in excluded:
+            checked_exclusion, why = (item, "") if _fine_exclusion(item) else _revalidated(Exclusion, item)
+            if checked_exclusion is None:
+                return invalid, f"{name} returned a malformed exclusion ({why})"
+            exclusions.append(checked_exclusion)
     return ProviderHits(
         provider=name,
-        kind=provider.kind,
-        evidence=list(response.evidence),
+        kind=kind,
+        evidence=list(items),
         elapsed_ms=elapsed_ms,
-        degraded=list(response.degraded),
-        leg_failures=list(response.leg_failures),
-        details=dict(response.details),
-        excluded=list(response.excluded),
+        degraded=list(degraded),
+        leg_failures=legs,
+        details=dict(details),
+        excluded=list(exclusions),
     )
 
 

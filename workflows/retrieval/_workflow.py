@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from simone.runtime import RetrievalRequest, RetrievalResult, Router, TrustedContext
+from simone.runtime import Provider, ProviderKind, RetrievalRequest, RetrievalResult, Router, TrustedContext
 from simone.workflows.retrieval._policy import SelectionDecision, SelectionPolicy
 
 DEFAULT_POLICY = SelectionPolicy()
@@ -16,8 +16,13 @@ def select(
     *,
     policy: SelectionPolicy | None = None,
 ) -> SelectionDecision:
-    """The selection ``policy`` (default :data:`DEFAULT_POLICY`) makes for ``request`` on ``router``."""
-    kinds = {name: provider.kind for name, provider in router.providers.items()}
+    """The selection ``policy`` (default :data:`DEFAULT_POLICY`) makes for ``request`` on ``router``.
+
+    A provider whose ``kind`` is not a :class:`ProviderKind` (or cannot be read) is treated as
+    ``custom`` here instead of raising; the router then records it as a failure of kind ``error``,
+    so it contributes nothing.
+    """
+    kinds = {name: _kind_of(provider) for name, provider in router.providers.items()}
     return (policy or DEFAULT_POLICY).decide(request.query, context, kinds, explicit=request.providers)
 
 
@@ -49,3 +54,10 @@ async def retrieve(
         if unknown:  # let the router raise its UnknownProvider with the list of registered names
             return await router.retrieve(request, context)
     return await router.retrieve(routed, context, selection=decision.selected, dropped=decision.dropped)
+
+
+def _kind_of(provider: Provider) -> ProviderKind:
+    try:
+        return ProviderKind(provider.kind)
+    except Exception:  # noqa: BLE001 -- a malformed provider is the router's to report, as a failure
+        return ProviderKind.CUSTOM
