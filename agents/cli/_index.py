@@ -1,8 +1,16 @@
 """``simone index PATH… [--embed-pending] [--rebuild-ann]`` — index files into the document index, incrementally.
 
-A progress bar shows files, chunks, embedded, pending and skipped counts while it runs; a summary
-lists what was skipped and why, and any embedding failure (rows then wait as "pending embedding" and
-are still found by lexical search). ``--json`` prints the report as JSON instead.
+A progress bar shows files, chunks, embedded, pending and skipped counts while it runs (advancing as
+files are read and as chunks are embedded and written); a summary lists what was skipped and why,
+and any embedding failure (rows then wait as "pending embedding" and are still found by lexical
+search).
+
+``--json`` prints one JSON object, whatever the options: the fields of
+:meth:`~simone.providers.documents.IndexReport.to_dict` (``collection``, ``space``, ``files_*``,
+``chunks``, ``embedded``, …, ``skipped`` as ``[{"path", "reason"}]``, ``failures``, ``maintenance``,
+``elapsed_s``) summed over what the command did (indexing, then ``--embed-pending``; counts stay 0
+for a step not run), plus ``rebuilt_ann``: what ``--rebuild-ann`` did, one line per table (``[]``
+without it).
 """
 
 from __future__ import annotations
@@ -48,7 +56,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--no-embed", action="store_true", help="store new chunks as pending (lexical search only for now)"
     )
-    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument(
+        "--json", action="store_true", help="print the report as one JSON object (see the module docs)"
+    )
     parser.set_defaults(func=run)
 
 
@@ -84,12 +94,9 @@ async def run(args: argparse.Namespace) -> int:
             if args.rebuild_ann:
                 bar.update(task, description="building the vector indexes")
                 rebuilt = await index.rebuild_ann()
+        space = index.space.key if index.space is not None else ""
     if args.json:
-        payload: Any = [r.to_dict() for r in reports]
-        if args.rebuild_ann:
-            payload = {"reports": payload, "rebuilt_ann": rebuilt}
-        elif len(payload) == 1:
-            payload = payload[0]
+        payload = combined(reports, collection=index.name, space=space).to_dict() | {"rebuilt_ann": rebuilt}
         sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
     else:
         out = Console()
@@ -98,6 +105,26 @@ async def run(args: argparse.Namespace) -> int:
         for note in rebuilt:
             out.print(escape(note))
     return 0
+
+
+def combined(reports: list[IndexReport], *, collection: str, space: str) -> IndexReport:
+    """One report of the command's steps: counts summed, lists joined, ``*pending_left`` the last step's."""
+    total = IndexReport(collection=collection, space=space)
+    for report in reports:
+        for name in IndexReport.__slots__:
+            value = getattr(report, name)
+            if name in ("collection", "space"):
+                continue
+            if name == "pending_left":
+                total.pending_left = value
+            elif name == "extra_spaces":
+                for key, tally in value.items():
+                    into = total.extra_spaces.setdefault(key, dict.fromkeys(tally, 0))
+                    for count, number in tally.items():
+                        into[count] = number if count == "pending_left" else into.get(count, 0) + number
+            else:
+                setattr(total, name, getattr(total, name) + value)
+    return total
 
 
 def _progress_bar(console: Console, *, enabled: bool) -> Progress:

@@ -10,6 +10,11 @@ from simone.providers.documents._index import (
     DocumentIndex as DocumentIndex,
     IndexReport as IndexReport,
 )
+from simone.providers.documents._integrity import (
+    count_duplicates as count_duplicates,
+    duplicate_chunks as duplicate_chunks,
+    repair_duplicates as repair_duplicates,
+)
 from simone.providers.documents._loaders import (
     LoadedDocument as LoadedDocument,
     SkippedFile as SkippedFile,
@@ -17,6 +22,7 @@ from simone.providers.documents._loaders import (
     discover as discover,
     load_file as load_file,
 )
+from simone.providers.documents._lock import CollectionBusy as CollectionBusy
 from simone.providers.documents._provider import DocumentIndexProvider as DocumentIndexProvider
 from simone.providers.documents._store import (
     Collection as Collection,
@@ -28,6 +34,7 @@ __all__ = (
     "Chunk",
     "Chunker",
     "Collection",
+    "CollectionBusy",
     "CollectionInfo",
     "DocumentIndex",
     "DocumentIndexProvider",
@@ -38,6 +45,9 @@ __all__ = (
     "SkippedFile",
     "SourceFile",
     "TokenCounter",
+    "count_duplicates",
     "discover",
+    "duplicate_chunks",
     "load_file",
+    "repair_duplicates",
 )

@@ -39,6 +39,7 @@ import numpy.typing as npt
 import pyarrow as pa
 from anyio.streams.memory import MemoryObjectReceiveStream
 from simone.providers.documents._chunker import Chunk, Chunker, HFTokenCounter, TokenCounter
+from simone.providers.documents._integrity import repair_duplicates
 from simone.providers.documents._loaders import (
     SkippedFile,
     SourceFile,
@@ -47,6 +48,7 @@ from simone.providers.documents._loaders import (
     load_bytes,
     read_bytes,
 )
+from simone.providers.documents._lock import WriterLock
 from simone.providers.documents._store import Collection, CollectionInfo, DocumentStore, card_of, now
 from simone.runtime import (
     Analyzer,
@@ -68,6 +70,13 @@ PREPARE_GROUP = 16
 
 PREPARE_AHEAD = 4
 """Groups of prepared files that may wait for the embedder (bounds memory)."""
+
+EMBED_STEP = 128
+"""Texts per chain call, so the progress advances while a write batch is embedded.
+
+A write batch's texts are sorted by token count first, and the ONNX embedder runs batches of 32
+sorted the same way, so cutting the sorted texts into calls of a multiple of 32 pads exactly as much
+as one call of the whole batch would."""
 
 TITLE_WEIGHT = 3
 """Title terms are repeated this many times in the terms column (BM25: titles count three times)."""
@@ -356,21 +365,28 @@ class DocumentIndex:
         Args:
             paths: files or folders.
             project: the project the chunks belong to.
-            progress: called with the running report after every batch.
+            progress: called with the running report as files are read and chunks embedded and
+                written (every :data:`EMBED_STEP` chunks at most).
             embed: embed new chunks now (``False`` stores them pending, e.g. for a quick lexical index).
+
+        A file that cannot be read or loaded, whatever the reason, is reported in ``skipped`` and
+        the run goes on with the others. Chunks stored twice (two writers at once, before the
+        writer lock) are repaired first.
 
         Raises:
             InvalidRequest: a path does not exist.
             ProviderError: the collection's space could not be chosen (no embedder answered).
+            CollectionBusy: another process is writing this collection.
         """
         started = time.perf_counter()
         if not paths:
             raise InvalidRequest("give at least one file or folder to index")
-        async with self._write_lock:
+        async with self._writing():
             found = await self._discover(paths)
             collection = await self._ensure_collection()
             await self._ensure_extras(collection)
             report = IndexReport(collection=self.name, space=collection.space.key)
+            await self._repair(collection, report)
             sources = [item for item in found if isinstance(item, SourceFile)]
             report.skipped.extend(item for item in found if isinstance(item, SkippedFile))
             report.files_total = len(sources)
@@ -424,9 +440,10 @@ class DocumentIndex:
     async def embed_pending(self, *, progress: ProgressCallback | None = None) -> IndexReport:
         """Embed the chunks waiting for a vector (``simone index --embed-pending``)."""
         started = time.perf_counter()
-        async with self._write_lock:
+        async with self._writing():
             collection = await self._existing_collection()
             report = IndexReport(collection=self.name, space=collection.space.key)
+            await self._repair(collection, report)
             state = _RunState(embed=True)
             await self._embed_all_pending(collection, report, state, progress)
             await self._finish(collection, report)
@@ -452,7 +469,7 @@ class DocumentIndex:
         existing index (slower searches), or after changing ``ann_index``. Tables with fewer than 256
         vectors get none (exact search). Raises ProviderNotConfigured before the first index run.
         """
-        async with self._write_lock:
+        async with self._writing():
             collection = await self._existing_collection()
             done: list[str] = []
             for table in (collection, *self._extras.values()):
@@ -480,6 +497,22 @@ class DocumentIndex:
         return DocumentIndexProvider(self, name=name)
 
     # -- internals --------------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def _writing(self) -> AsyncIterator[None]:
+        """Hold this process's turn, then the collection's writer lock (one writer per collection)."""
+        async with self._write_lock:
+            with WriterLock(self.store.uri, self.name):
+                yield
+
+    async def _repair(self, collection: Collection, report: IndexReport) -> None:
+        """Remove the chunks stored twice in any table of the collection; noted in ``maintenance``."""
+        for table in (collection, *self._extras.values()):
+            removed = await repair_duplicates(table)
+            if removed:
+                report.maintenance.append(
+                    f"{table.name}: removed {removed:,} duplicate chunk(s) (written by two indexers at once)"
+                )
 
     async def _consume(
         self,
@@ -510,11 +543,11 @@ class DocumentIndex:
                     batch.append(item)
                     batch_chunks += len(item.chunks or ())
                 if batch_chunks >= self.settings.write_batch_chunks:
-                    await self._write_batch(collection, project, batch, report, state)
+                    await self._write_batch(collection, project, batch, report, state, progress)
                     batch, batch_chunks = [], 0
                 self._notify(progress, report)
         if batch:
-            await self._write_batch(collection, project, batch, report, state)
+            await self._write_batch(collection, project, batch, report, state, progress)
 
     async def _file_states(self, collection: Collection, project: str) -> dict[str, str]:
         """``path → digest`` of the files every table agrees on.
@@ -542,10 +575,10 @@ class DocumentIndex:
 
     async def _finish(self, collection: Collection, report: IndexReport) -> None:
         """Index maintenance when something changed, then the pending counts."""
-        changed = report.chunks or report.files_deleted or report.pending_filled
+        changed = report.chunks or report.files_deleted or report.pending_filled or bool(report.maintenance)
         extra_filled = any(t["pending_filled"] for t in report.extra_spaces.values())
         if changed or extra_filled:
-            report.maintenance = await self._maintain(collection)
+            report.maintenance += await self._maintain(collection)
             for extra in self._extras.values():
                 report.maintenance += [
                     f"{extra.space.provider}: {step}" for step in await self._maintain(extra, full_text=False)
@@ -573,7 +606,22 @@ class DocumentIndex:
     def _prepare_group(
         self, group: Sequence[SourceFile], existing: dict[str, str], project: str
     ) -> list[_Prepared]:
-        return [self._prepare(source, existing, project) for source in group]
+        return [self._prepare_safely(source, existing, project) for source in group]
+
+    def _prepare_safely(self, source: SourceFile, existing: dict[str, str], project: str) -> _Prepared:
+        """:meth:`_prepare`, with any failure of that one file turned into a skip with its reason.
+
+        A loader or the chunker may raise anything on a file (a missing optional package, a
+        library bug on malformed input): that file is skipped — its old chunks kept, as the cause
+        may pass — and the run goes on.
+        """
+        try:
+            return self._prepare(source, existing, project)
+        except Exception as exc:  # noqa: BLE001 - one bad file must never end the run
+            reason = f"could not be loaded: {type(exc).__name__}: {exc}"
+            return _Prepared(
+                source, source.path.as_posix(), skipped=SkippedFile(source.display, reason, False)
+            )
 
     def _prepare(self, source: SourceFile, existing: dict[str, str], project: str) -> _Prepared:
         path = source.path.as_posix()
@@ -608,10 +656,15 @@ class DocumentIndex:
         report: IndexReport,
         state: _RunState,
         tally: dict[str, int] | None = None,
+        *,
+        sizes: Sequence[int] | None = None,
+        progress: ProgressCallback | None = None,
     ) -> dict[str, npt.NDArray[np.float32]]:
         """Vectors for ``digests`` from the table, the cache, then the chain; missing ones stay out.
 
-        Counts go to the report (own space) or to ``tally`` (an extra space).
+        Counts go to the report (own space) or to ``tally`` (an extra space). ``sizes`` are the
+        texts' token counts (the order of the chain calls; character counts without them);
+        ``progress`` is told after every chain call.
         """
         space = collection.space
         counts: _Counts = tally if tally is not None else _ReportCounts(report)
@@ -620,8 +673,9 @@ class DocumentIndex:
         wanted = {d: t for d, t in zip(digests, texts, strict=True) if d not in found}
         if not wanted or not state.embed or space.key in state.errors:
             return found
-        step = max(1, self.chain_batch)
-        keys = sorted(wanted, key=lambda digest: len(wanted[digest]))  # similar lengths per call
+        step = max(1, min(self.chain_batch, EMBED_STEP))
+        size = dict(zip(digests, sizes, strict=True)) if sizes is not None else {}
+        keys = sorted(wanted, key=lambda digest: size.get(digest, len(wanted[digest])))  # see EMBED_STEP
         for start in range(0, len(keys), step):
             part = keys[start : start + step]
             part_texts = [wanted[k] for k in part]
@@ -649,11 +703,15 @@ class DocumentIndex:
             counts["cached"] += hits
             counts["embedded"] += len(part) - hits
             found.update(zip(part, vectors, strict=True))
+            self._notify(progress, report)
         return found
 
     @property
     def chain_batch(self) -> int:
-        """Texts per chain call: a whole write batch (256–1,024), shortest texts first.
+        """Texts per chain call at most: a whole write batch (256–1,024), shortest texts first.
+
+        Calls are cut further to :data:`EMBED_STEP` texts (sorted by token count, so the padding
+        is the same) for the progress to advance.
 
         The embedder pads each of its batches to the longest text in it, so the larger the call
         the less padding: SciFact's 1,143 chunks (22–252 tokens) cost 206,953 padded tokens in
@@ -668,12 +726,16 @@ class DocumentIndex:
         batch: list[_Prepared],
         report: IndexReport,
         state: _RunState,
+        progress: ProgressCallback | None = None,
     ) -> None:
         chunks = [chunk for item in batch for chunk in item.chunks or ()]
         terms = [t for item in batch for t in item.terms or ()]
         texts = [c.embed_text for c in chunks]
         digests = [c.digest for c in chunks]
-        vectors = await self._vectors(collection, texts, digests, report, state)
+        sizes = [c.tokens for c in chunks]
+        vectors = await self._vectors(
+            collection, texts, digests, report, state, sizes=sizes, progress=progress
+        )
         stamp = now()
         rows = [
             _row(chunk, term, vectors.get(chunk.digest), stamp)
@@ -683,7 +745,9 @@ class DocumentIndex:
         await collection.replace_files(project, paths, collection.to_arrow(rows))
         for key, extra in self._extras.items():
             tally = report.extra_spaces.setdefault(key, _extra_tally())
-            extra_vectors = await self._vectors(extra, texts, digests, report, state, tally)
+            extra_vectors = await self._vectors(
+                extra, texts, digests, report, state, tally, sizes=sizes, progress=progress
+            )
             for row, chunk in zip(rows, chunks, strict=True):
                 row["vector"] = extra_vectors.get(chunk.digest)
             await extra.replace_files(project, paths, extra.to_arrow(rows))
@@ -691,6 +755,7 @@ class DocumentIndex:
         report.files_indexed += len(batch)
         report.chunks += len(chunks)
         report.pending += sum(1 for chunk in chunks if chunk.digest not in vectors)
+        self._notify(progress, report)
 
     async def _embed_pending(
         self,
@@ -713,7 +778,10 @@ class DocumentIndex:
             texts = rows.column("text").to_pylist()
             digests = rows.column("digest").to_pylist()
             embed_texts = [f"{c}\n{t}" if c else t for c, t in zip(contexts, texts, strict=True)]
-            vectors = await self._vectors(collection, embed_texts, digests, report, state, tally)
+            sizes = rows.column("tokens").to_pylist()
+            vectors = await self._vectors(
+                collection, embed_texts, digests, report, state, tally, sizes=sizes, progress=progress
+            )
             keep = [i for i, d in enumerate(digests) if d in vectors]
             if not keep:
                 return

@@ -92,11 +92,8 @@ class SourceFile:
 
     @property
     def display(self) -> str:
-        """The path relative to its root (POSIX), for messages."""
-        try:
-            return self.path.relative_to(self.root).as_posix() or self.path.name
-        except ValueError:
-            return self.path.as_posix()
+        r"""The path relative to its root (POSIX), for messages (undecodable bytes as ``\xff``)."""
+        return shown_text(_rel(self.path, self.root))
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,9 +161,10 @@ def build_excludes(
     """The exclude spec for ``root``: defaults, the configured patterns, and ``root/.gitignore``."""
     lines = list(DEFAULT_EXCLUDES) + list(patterns)
     gitignore = root / ".gitignore"
-    if use_gitignore and gitignore.is_file():
+    if use_gitignore:
         try:
-            lines += gitignore.read_text(encoding="utf-8", errors="replace").splitlines()
+            if gitignore.is_file():
+                lines += gitignore.read_text(encoding="utf-8", errors="replace").splitlines()
         except OSError as exc:
             _logger.warning("cannot read %s: %s", gitignore, exc)
     return pathspec.GitIgnoreSpec.from_lines(lines)
@@ -183,16 +181,25 @@ def discover(
 
     Excluded files are not reported (they were never meant to be indexed). Directory symlinks are
     followed once: a directory already visited (same device and inode) is not entered again, so a
-    symlink loop ends the walk of that branch instead of recursing forever.
+    symlink loop ends the walk of that branch instead of recursing forever. A file or folder whose
+    name is not valid UTF-8 is skipped with that reason (the index stores paths as UTF-8 text, and
+    a lossy stand-in could not be opened again or told apart from a real name).
 
     Raises:
         FileNotFoundError: when a given path does not exist.
     """
     for given in paths:
         start = Path(os.path.abspath(os.fspath(given)))
-        if not start.exists():
-            raise FileNotFoundError(f"{start} does not exist")
-        if start.is_file():
+        try:
+            if not start.exists():
+                raise FileNotFoundError(f"{start} does not exist")
+            is_file = start.is_file()
+        except FileNotFoundError:
+            raise
+        except OSError as exc:  # e.g. inside a folder this user may not search
+            yield SkippedFile(shown_text(start.as_posix()), f"cannot read: {exc.strerror or exc}", False)
+            continue
+        if is_file:
             yield from _check_file(start, start.parent, max_file_bytes)
             continue
         spec = build_excludes(start, excludes, use_gitignore=use_gitignore)
@@ -209,18 +216,20 @@ def _walk(
         try:
             info = folder.stat()
         except OSError as exc:
-            yield SkippedFile(_rel(folder, root) + "/", f"cannot read folder: {exc.strerror or exc}", False)
+            shown = shown_text(_rel(folder, root))
+            yield SkippedFile(shown + "/", f"cannot read folder: {exc.strerror or exc}", False)
             continue
         key = (info.st_dev, info.st_ino)
         if key in visited:
-            yield SkippedFile(_rel(folder, root) + "/", "symlink loop or folder already visited")
+            yield SkippedFile(shown_text(_rel(folder, root)) + "/", "symlink loop or folder already visited")
             continue
         visited.add(key)
         try:
             with os.scandir(folder) as entries:
                 children = sorted(entries, key=lambda entry: entry.name)
         except OSError as exc:
-            yield SkippedFile(_rel(folder, root) + "/", f"cannot list folder: {exc.strerror or exc}", False)
+            shown = shown_text(_rel(folder, root))
+            yield SkippedFile(shown + "/", f"cannot list folder: {exc.strerror or exc}", False)
             continue
         subfolders: list[Path] = []
         for entry in children:
@@ -231,8 +240,14 @@ def _walk(
             except OSError:
                 is_dir = False
             if is_dir:
-                if not spec.match_file(relative + "/"):
-                    subfolders.append(path)
+                if spec.match_file(relative + "/"):
+                    continue
+                if not is_utf8(entry.path):
+                    yield SkippedFile(
+                        shown_text(relative) + "/", NOT_UTF8 + "; rename the folder to index it"
+                    )
+                    continue
+                subfolders.append(path)
                 continue
             if spec.match_file(relative):
                 continue
@@ -240,8 +255,14 @@ def _walk(
         stack.extend(reversed(subfolders))
 
 
+NOT_UTF8 = "the name is not valid UTF-8 (the index stores paths as UTF-8)"
+
+
 def _check_file(path: Path, root: Path, max_file_bytes: int) -> Iterator[SourceFile | SkippedFile]:
-    shown = _rel(path, root)
+    shown = shown_text(_rel(path, root))
+    if not is_utf8(path.as_posix()):
+        yield SkippedFile(shown, NOT_UTF8 + "; rename the file to index it")
+        return
     try:
         info = path.stat()
     except FileNotFoundError:
@@ -265,6 +286,32 @@ def _check_file(path: Path, root: Path, max_file_bytes: int) -> Iterator[SourceF
         )
         return
     yield SourceFile(path=path, root=root, kind=kind[0], language=kind[1], size=info.st_size)
+
+
+def is_utf8(text: str) -> bool:
+    """Whether ``text`` encodes to UTF-8 (a file name of undecodable bytes holds lone surrogates)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def shown_text(text: str) -> str:
+    r"""``text`` safe to print and store: undecodable file-name bytes as ``\xff``, other lone surrogates as ``\udcxx``."""
+    if is_utf8(text):
+        return text
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def valid_text(text: str) -> str:
+    """``text`` with any lone surrogate (broken PDF text maps) replaced by U+FFFD."""
+    if is_utf8(text):
+        return text
+    return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
 
 
 def _rel(path: Path, root: Path) -> str:
@@ -406,8 +453,8 @@ def _load_html(
     body = getattr(extracted, "text", None) if extracted is not None else None
     if not body or not body.strip():
         return SkippedFile(source.display, "HTML without main text (trafilatura found nothing to keep)")
-    title = getattr(extracted, "title", None) or source.path.name
-    text = _normalise_newlines(body)
+    title = valid_text(str(getattr(extracted, "title", None) or source.path.name))
+    text = valid_text(_normalise_newlines(body))
     if not text.lstrip().startswith("#"):
         text = f"# {title}\n\n{text}"
     return LoadedDocument(
@@ -423,7 +470,6 @@ def _load_html(
 
 def _load_pdf(source: SourceFile, data: bytes, digest: str) -> LoadedDocument | SkippedFile:
     import pypdf
-    from pypdf.errors import PyPdfError
 
     try:
         reader = pypdf.PdfReader(BytesIO(data))
@@ -431,16 +477,18 @@ def _load_pdf(source: SourceFile, data: bytes, digest: str) -> LoadedDocument | 
             return SkippedFile(source.display, "encrypted PDF (a password is needed)")
         pages = [page.extract_text() or "" for page in reader.pages]
         meta_title = reader.metadata.title if reader.metadata else None
-    except (PyPdfError, ValueError, KeyError, TypeError, OSError, NotImplementedError) as exc:
+    except Exception as exc:  # noqa: BLE001 - pypdf raises many types on malformed files
         return SkippedFile(source.display, f"PDF could not be read: {type(exc).__name__}: {exc}")
-    text = _normalise_newlines("\n\n".join(page.strip("\n") for page in pages))
+    text = valid_text(_normalise_newlines("\n\n".join(page.strip("\n") for page in pages)))
     if not text.strip():
         return SkippedFile(
             source.display,
             f"PDF has no text layer ({len(pages)} page(s), likely scanned images); run OCR to index it",
         )
     first_line = next((line.strip() for line in text.split("\n") if line.strip()), "")
-    title = (str(meta_title).strip() if meta_title else "") or first_line[:120] or source.path.name
+    title = valid_text(
+        (str(meta_title).strip() if meta_title else "") or first_line[:120] or source.path.name
+    )
     return LoadedDocument(
         path=source.path.as_posix(),
         kind="pdf",

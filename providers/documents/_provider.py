@@ -324,6 +324,9 @@ class DocumentIndexProvider:
         the lexical candidates dropped for too small a word share and the best semantic candidates
         judged not relevant are reported as ``not_relevant``. Returns the evidence and the exclusions.
         """
+        # A chunk id is unique by construction; a table damaged by two writers at once holds some
+        # twice, and each copy must not count (or be read) twice: the best copy stands for both.
+        legs = {leg: _first_of_each(hits) for leg, hits in legs.items()}
         scores: dict[str, dict[str, float]] = {}
         ranks: dict[str, dict[str, int]] = {}
         for leg, hits in legs.items():
@@ -375,7 +378,7 @@ class DocumentIndexProvider:
                 row = rows.get(chunk_id)
                 if row is None:
                     continue  # deleted since the search ran
-                matched = sorted(query_terms.intersection(str(row.pop("terms")).split()))
+                matched = sorted(query_terms.intersection(str(row.pop("terms", "")).split()))
                 meaning = {leg: v[chunk_id] for leg, v in judged.items() if chunk_id in v}
                 share = len(matched) / len(query_terms) if query_terms else 0.0
                 by_words = lexical_only or (bool(matched) and "lexical" in legs and share >= word_share)
@@ -523,3 +526,11 @@ def _as_error(failure: ProviderFailure, provider: str) -> ProviderError:
         retryable=failure.retryable,
         retry_after_s=failure.retry_after_s,
     )
+
+
+def _first_of_each(hits: list[Hit]) -> list[Hit]:
+    """``hits`` in order, each chunk id once (its best-ranked copy)."""
+    unique: dict[str, Hit] = {}
+    for hit in hits:
+        unique.setdefault(hit.id, hit)
+    return list(unique.values())
