@@ -1,28 +1,29 @@
 """An OpenAI-compatible chat client over httpx (OpenAI, Ollama, vLLM, llama.cpp server…).
 
 It speaks ``POST {base_url}/chat/completions`` with ``tools``; retries timeouts, connection errors,
-429 (honouring Retry-After) and 5xx with exponential backoff; translates every failure into the
-:class:`~simone.runtime.ProviderError` family in one place; and accounts the usage of every call.
+429 and 5xx under the shared :class:`~simone.runtime.RetryPolicy` (exponential backoff, the server's
+Retry-After as a floor, no wait longer than ``max_retry_wait_s`` or past the caller's deadline);
+translates every failure into the :class:`~simone.runtime.ProviderError` family in one place; and
+accounts the usage of every call.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Sequence
 from typing import Any
 
-import anyio
 import httpx
 from simone.agents._chat import ChatMessage, ChatResponse, ToolCall, ToolSpec, Usage
 from simone.runtime import (
     AccessDenied,
     ConfigError,
     InvalidResponse,
-    ProviderError,
     ProviderTimeout,
     ProviderUnavailable,
     RateLimited,
+    RetryPolicy,
+    retry_after_from_headers,
 )
 
 PROVIDER = "chat"
@@ -40,6 +41,9 @@ class OpenAIChatModel:
         timeout_s: per-attempt timeout.
         max_retries: further attempts after a retryable failure.
         backoff_s: the first backoff; doubled after each retry.
+        max_retry_wait_s: the longest pause honoured before a retry. A server's Retry-After is never
+            shortened: when it asks for longer (or the caller's cancel scope ends sooner), the call
+            stops at once with :class:`~simone.runtime.RateLimited` carrying ``retry_after_s``.
         temperature: sampling temperature (0 keeps answers reproducible where the server allows).
     """
 
@@ -53,6 +57,7 @@ class OpenAIChatModel:
         timeout_s: float = 60.0,
         max_retries: int = 2,
         backoff_s: float = 0.5,
+        max_retry_wait_s: float = 30.0,
         temperature: float = 0.0,
     ) -> None:
         if not base_url:
@@ -63,8 +68,8 @@ class OpenAIChatModel:
             raise ConfigError(
                 "the chat model needs a model name (agents.chat_model / SIMONE_AGENTS__CHAT_MODEL)"
             )
-        if timeout_s <= 0 or max_retries < 0 or backoff_s < 0:
-            raise ConfigError("timeout_s must be > 0, max_retries and backoff_s >= 0")
+        if timeout_s <= 0 or max_retries < 0 or backoff_s < 0 or max_retry_wait_s < 0:
+            raise ConfigError("timeout_s must be > 0, max_retries, backoff_s and max_retry_wait_s >= 0")
         self._client = client
         self._url = base_url.rstrip("/") + "/chat/completions"
         self._model = model
@@ -72,6 +77,7 @@ class OpenAIChatModel:
         self.timeout_s = timeout_s
         self.max_retries = max_retries
         self.backoff_s = backoff_s
+        self.max_retry_wait_s = max_retry_wait_s
         self.temperature = temperature
         self.usage = Usage()
         self.calls = 0
@@ -91,7 +97,8 @@ class OpenAIChatModel:
         """One completion, retried on transient failures.
 
         Raises:
-            ProviderTimeout, ProviderUnavailable, RateLimited: after the last retry.
+            ProviderTimeout, ProviderUnavailable, RateLimited: after the last retry, or at once when
+                the server's Retry-After is longer than ``max_retry_wait_s`` or the time left.
             AccessDenied: 401/403 (a wrong key is not retried).
             InvalidResponse: a body that is not a chat completion.
         """
@@ -111,22 +118,16 @@ class OpenAIChatModel:
         if max_tokens is not None:
             body["max_tokens"] = max_tokens
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
-        delay = self.backoff_s
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                response = await self._post(body, headers)
-            except ProviderError as exc:
-                if not exc.retryable or attempt > self.max_retries:
-                    raise
-                wait = delay if exc.retry_after_s is None else max(delay, exc.retry_after_s)
-                await anyio.sleep(min(wait, self.timeout_s))
-                delay *= 2
-                continue
-            self.calls += 1
-            self.usage = self.usage + response.usage
-            return response
+        policy = RetryPolicy(
+            max_attempts=self.max_retries + 1,
+            backoff_s=self.backoff_s,
+            max_backoff_s=max(self.backoff_s, self.max_retry_wait_s),
+            max_wait_s=self.max_retry_wait_s,
+        )
+        response = await policy.run(lambda _attempt: self._post(body, headers))
+        self.calls += 1
+        self.usage = self.usage + response.usage
+        return response
 
     async def _post(self, body: dict[str, Any], headers: dict[str, str]) -> ChatResponse:
         try:
@@ -143,10 +144,12 @@ class OpenAIChatModel:
             ) from exc
         status = reply.status_code
         if status == 429:
+            wait = retry_after_from_headers(reply.headers)
+            hint = f"; it asks to wait {wait:.1f} s" if wait is not None else ""
             raise RateLimited(
-                f"the chat endpoint rate-limited the request (429): {reply.text[:200]}",
+                f"the chat endpoint rate-limited the request (429){hint}: {reply.text[:200]}",
                 provider=PROVIDER,
-                retry_after_s=_retry_after(reply.headers.get("retry-after")),
+                retry_after_s=wait,
             )
         if status in (401, 403):
             raise AccessDenied(
@@ -155,7 +158,9 @@ class OpenAIChatModel:
             )
         if status >= 500:
             raise ProviderUnavailable(
-                f"the chat endpoint failed with {status}: {reply.text[:200]}", provider=PROVIDER
+                f"the chat endpoint failed with {status}: {reply.text[:200]}",
+                provider=PROVIDER,
+                retry_after_s=retry_after_from_headers(reply.headers) if status == 503 else None,
             )
         if status >= 400:
             raise InvalidResponse(
@@ -170,16 +175,6 @@ class OpenAIChatModel:
                 provider=PROVIDER,
             ) from exc
         return _parse_completion(payload)
-
-
-def _retry_after(value: str | None) -> float | None:
-    if value is None:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        return None
-    return seconds if math.isfinite(seconds) and seconds >= 0 else None
 
 
 def _wire_message(message: ChatMessage) -> dict[str, Any]:

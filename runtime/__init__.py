@@ -129,6 +129,11 @@ from simone.runtime._relevance import (
     rule_for as rule_for,
     vote_for as vote_for,
 )
+from simone.runtime._retry import (
+    RetryPolicy as RetryPolicy,
+    parse_retry_after as parse_retry_after,
+    retry_after_from_headers as retry_after_from_headers,
+)
 from simone.runtime._router import (
     Router as Router,
     compute_status as compute_status,
@@ -224,6 +229,7 @@ __all__ = (
     "RequestSummary",
     "RetrievalRequest",
     "RetrievalResult",
+    "RetryPolicy",
     "Router",
     "RouterSettings",
     "ScopeViolation",
@@ -243,6 +249,8 @@ __all__ = (
     "evidence_id",
     "load_settings",
     "normalize_url",
+    "parse_retry_after",
+    "retry_after_from_headers",
     "rrf",
     "truncate_to_tokens",
     "unique_urls",

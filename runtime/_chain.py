@@ -1,7 +1,11 @@
 """The embedding chain mechanism: pinned spaces, ordered fallback within a space, and a health window.
 
-A document table is created in the space of the first embedder (in chain order) that answers a probe;
-from then on only embedders of exactly that space may embed its rows and queries. Another space's
+A document table is created in the space of the chain's first embedder (the configured preference),
+after it answered a probe; from then on only embedders of exactly that space may embed its rows and
+queries. When that first embedder fails at creation the table is *not* created in a later embedder's
+space (the space is pinned for good, so a passing outage would switch the model silently and for
+ever): :meth:`EmbeddingChain.select_space` raises, naming the embedder that failed and the space a
+fallback would have pinned. Another space's
 embedder is never used in its place and a failure is never papered over with a zero vector: when every
 embedder of the space fails, :meth:`EmbeddingChain.embed` raises, and the caller (the document index)
 degrades visibly — lexical only, rows kept as "pending embedding".
@@ -79,7 +83,10 @@ def is_degraded(samples: int, fallbacks: int, min_samples: int) -> bool:
 
 
 class EmbeddingChainExhausted(ProviderUnavailable):
-    """Every embedder of a space (or, when choosing a space, of the chain) failed.
+    """Every embedder of a space failed, or a new table's space could not be chosen.
+
+    When choosing a space only the chain's first embedder counts (see
+    :meth:`EmbeddingChain.select_space`), so ``causes`` then holds its error alone.
 
     Attributes:
         causes: each embedder's error, in chain order.
@@ -235,11 +242,18 @@ class EmbeddingChain:
         return list(found.values())
 
     async def select_space(self) -> EmbeddingSpace:
-        """Choose the space of a new table: the first embedder, in chain order, that answers a probe.
+        """Choose the space of a new table: the chain's first embedder's, once it answered a probe.
+
+        A later embedder of another space is never chosen in its place: the table's space is pinned
+        for good, and the first embedder is the one configured to be preferred, so a passing outage
+        must not switch the model silently and for ever. The caller retries later (the error is
+        retryable when the failure is), or changes the chain.
 
         Raises:
             ProviderNotConfigured: the chain is empty.
-            EmbeddingChainExhausted: no embedder answered; ``causes`` holds each one's error.
+            EmbeddingChainExhausted: the first embedder failed; the message names it, its error and
+                the space a fallback would have pinned, ``causes`` holds its error and
+                ``retry_after_s`` its hint.
         """
         if not self._embedders:
             raise ProviderNotConfigured(
@@ -248,19 +262,27 @@ class EmbeddingChain:
                 + (" (extra spaces are never a collection's own space)" if self._extras else ""),
                 provider="embeddings",
             )
-        causes: list[ProviderError] = []
-        for embedder in self._embedders:
-            try:
-                await self._call(embedder, [PROBE_TEXT], "query")
-            except Exception as exc:  # noqa: BLE001 - every cause is recorded; cancellation is BaseException
-                causes.append(self._failed(embedder, exc))
-                continue
-            return embedder.space
+        first = self._embedders[0]
+        try:
+            await self._call(first, [PROBE_TEXT], "query")
+        except Exception as exc:  # noqa: BLE001 - the cause is recorded; cancellation is BaseException
+            cause = self._failed(first, exc)
+        else:
+            return first.space
+        who = _describe(first)
+        others = [s.key for s in self.spaces if s != first.space]
+        fallback = (
+            f"; the collection was not created in {others[0]}, the next embedder's space, because a "
+            "collection's space is pinned for good and that would switch the model silently. Try again "
+            f"when {who} answers, or put {others[0].split(':', 1)[0]} first in [embeddings] chain to "
+            "use that model"
+            if others
+            else "; try again when it answers"
+        )
         raise EmbeddingChainExhausted(
-            "no embedder answered, so no embedding space can be chosen: "
-            + "; ".join(f"{c.provider or '?'}: {c.message}" for c in causes)
-            + ". Start or configure one of them and try again (lexical search still works).",
-            causes,
+            f"the configured embedder {who} failed ({cause.kind}: {cause.message}), so a new "
+            f"collection's space cannot be chosen{fallback}",
+            [cause],
             provider="embeddings",
         )
 

@@ -4,11 +4,16 @@ A text already embedded in a space is never embedded again in that space — not
 in another collection. Keys carry the space, so vectors of different models never mix. Vectors are
 stored as little-endian float32 blobs; a row whose size does not match the space is ignored and
 replaced. SQLite runs in WAL mode; every call goes through a worker thread behind a capacity limiter.
+
+A cache that cannot be written (a read-only data directory, a full disk, a path that cannot be
+created) never breaks what uses it: it turns itself off — lookups miss, nothing is stored, every
+text is embedded — logs one warning and says why in :attr:`EmbeddingCache.disabled`.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import sqlite3
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -38,6 +43,12 @@ CREATE TABLE IF NOT EXISTS vectors (
 """
 
 EmbedFunction = Callable[[list[str]], Awaitable[npt.NDArray[np.float32]]]
+
+_log = logging.getLogger("simone.providers.embeddings.cache")
+
+
+class _Unwritable(Exception):
+    """The cache file cannot be created or written (turn the cache off, do not fail)."""
 
 
 def _space_key(space: EmbeddingSpace) -> str:
@@ -71,13 +82,15 @@ class EmbeddingCache:
         path: the SQLite file (created with its folder); see :meth:`in_data_dir`.
         limiter: bounds concurrent SQLite work (one at a time by default).
 
-    Open it with ``async with`` (or :meth:`start`); close with :meth:`aclose`.
+    Open it with ``async with`` (or :meth:`start`); close with :meth:`aclose`. When the file cannot
+    be created or written the cache turns itself off instead of failing (see :attr:`disabled`).
     """
 
     def __init__(self, path: str | Path, *, limiter: anyio.CapacityLimiter | None = None) -> None:
         self._path = Path(path)
         self._limiter = limiter or anyio.CapacityLimiter(1)
         self._db: sqlite3.Connection | None = None
+        self._disabled: str | None = None
 
     @classmethod
     def in_data_dir(cls, data_dir: str | Path) -> EmbeddingCache:
@@ -89,14 +102,25 @@ class EmbeddingCache:
         """The SQLite file."""
         return self._path
 
+    @property
+    def disabled(self) -> str | None:
+        """Why the cache is off (it could not be created or written), or ``None`` while it works."""
+        return self._disabled
+
     async def start(self) -> None:
         """Open (and create) the database. Safe to call more than once.
 
+        A file that cannot be created or written turns the cache off (:attr:`disabled`, one logged
+        warning) instead of raising: the cache is an optimisation and must not break a search.
+
         Raises:
-            ConfigError: the file cannot be created or is not a cache database.
+            ConfigError: the file exists but is not a cache database (delete it to rebuild it).
         """
-        if self._db is None:
-            self._db = await anyio.to_thread.run_sync(self._open, limiter=self._limiter)
+        if self._db is None and self._disabled is None:
+            try:
+                self._db = await anyio.to_thread.run_sync(self._open, limiter=self._limiter)
+            except _Unwritable as exc:
+                self._disable(str(exc))
 
     async def aclose(self) -> None:
         """Close the database."""
@@ -121,12 +145,22 @@ class EmbeddingCache:
     ) -> dict[str, npt.NDArray[np.float32]]:
         """The cached vectors of ``digests`` in ``space`` (absent digests are simply missing)."""
         db = self._require()
-        return await anyio.to_thread.run_sync(self._get_many, db, space, list(digests), limiter=self._limiter)
+        if db is None:
+            return {}
+        try:
+            return await anyio.to_thread.run_sync(
+                self._get_many, db, space, list(digests), limiter=self._limiter
+            )
+        except sqlite3.OperationalError as exc:
+            await self._turn_off(f"cannot read {self._path}: {exc}")
+            return {}
 
     async def put_many(
         self, space: EmbeddingSpace, digests: Sequence[str], vectors: npt.NDArray[np.float32]
     ) -> None:
         """Store one vector per digest (replacing what was there).
+
+        Nothing is stored, and the cache turns itself off, when the file cannot be written.
 
         Raises:
             ValueError: ``vectors`` is not ``(len(digests), space.dimension)`` of finite values.
@@ -137,7 +171,14 @@ class EmbeddingCache:
         if not np.isfinite(array).all():
             raise ValueError("refusing to cache non-finite vectors")
         db = self._require()
-        await anyio.to_thread.run_sync(self._put_many, db, space, list(digests), array, limiter=self._limiter)
+        if db is None:
+            return
+        try:
+            await anyio.to_thread.run_sync(
+                self._put_many, db, space, list(digests), array, limiter=self._limiter
+            )
+        except (sqlite3.OperationalError, OSError) as exc:
+            await self._turn_off(f"cannot write {self._path}: {exc}")
 
     async def embed(
         self,
@@ -189,16 +230,27 @@ class EmbeddingCache:
         return CachedEmbedding(vectors=out, hits=hits, misses=len(texts) - hits)
 
     async def count(self, space: EmbeddingSpace | None = None) -> int:
-        """Cached vectors in ``space`` (or in all spaces)."""
+        """Cached vectors in ``space`` (or in all spaces); 0 while the cache is off."""
         db = self._require()
+        if db is None:
+            return 0
         return await anyio.to_thread.run_sync(self._count, db, space, limiter=self._limiter)
 
     async def drop_space(self, space: EmbeddingSpace) -> int:
         """Forget every vector of ``space`` (after the space was dropped); returns how many."""
         db = self._require()
-        return await anyio.to_thread.run_sync(self._drop, db, space, limiter=self._limiter)
+        if db is None:
+            return 0
+        try:
+            return await anyio.to_thread.run_sync(self._drop, db, space, limiter=self._limiter)
+        except (sqlite3.OperationalError, OSError) as exc:
+            await self._turn_off(f"cannot write {self._path}: {exc}")
+            return 0
 
-    def _require(self) -> sqlite3.Connection:
+    def _require(self) -> sqlite3.Connection | None:
+        """The open database; ``None`` when the cache is off."""
+        if self._disabled is not None:
+            return None
         if self._db is None:
             raise ProviderUnavailable(
                 "the embedding cache is not open; use 'async with' or await start() first",
@@ -206,18 +258,33 @@ class EmbeddingCache:
             )
         return self._db
 
+    def _disable(self, why: str) -> None:
+        self._disabled = why
+        _log.warning(
+            "the embedding cache is off, every text is embedded again: %s; "
+            "make the data directory writable (or set cache = false in [embeddings]) to silence this",
+            why,
+        )
+
+    async def _turn_off(self, why: str) -> None:
+        self._disable(why)
+        await self.aclose()
+
     def _open(self) -> sqlite3.Connection:
         try:
             self._path.parent.mkdir(parents=True, exist_ok=True)
             db = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None, timeout=30.0)
         except (OSError, sqlite3.Error) as exc:
-            raise ConfigError(
-                f"cannot open the embedding cache {self._path}: {exc}; check the data directory"
-            ) from exc
+            raise _Unwritable(f"cannot create {self._path}: {exc}") from exc
         try:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             db.executescript(_SCHEMA)
+        except sqlite3.OperationalError as exc:
+            # "unable to open database file", "attempt to write a readonly database": the file or
+            # its folder cannot be written (a read-only data directory), not a damaged cache
+            db.close()
+            raise _Unwritable(f"cannot write {self._path}: {exc}") from exc
         except sqlite3.DatabaseError as exc:
             db.close()
             raise ConfigError(

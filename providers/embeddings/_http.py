@@ -1,16 +1,16 @@
 """What the HTTP embedders share: one POST with retries, error translation and vector validation.
 
 httpx errors and bad answers are translated here, in one place, into the typed errors of
-:mod:`simone.runtime` (timeout, unavailable, rate limited, access denied, invalid response).
+:mod:`simone.runtime` (timeout, unavailable, rate limited, access denied, invalid response). Retries
+follow the shared :class:`~simone.runtime.RetryPolicy`: 429 and the statuses of :data:`RETRY_STATUSES`
+are retried (the server's Retry-After is a floor for the pause), a failure of the connection itself
+is not (a server that is down fails fast, so the chain and the index degrade at once).
 """
 
 from __future__ import annotations
 
 import base64
-import email.utils
 import json
-import math
-import time
 from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self
@@ -24,10 +24,13 @@ from simone.runtime import (
     EmbeddingSpace,
     EmbeddingSpaceMismatch,
     InvalidResponse,
+    ProviderError,
     ProviderNotConfigured,
     ProviderTimeout,
     ProviderUnavailable,
     RateLimited,
+    RetryPolicy,
+    retry_after_from_headers,
 )
 
 #: Statuses worth retrying after a pause (the service may recover): timeout, conflict, server errors.
@@ -37,30 +40,16 @@ SNIPPET_CHARS = 200
 
 
 def parse_retry_after(headers: httpx.Headers, *, now: float | None = None) -> float | None:
-    """Seconds to wait from ``retry-after-ms``, or ``Retry-After`` (seconds or an HTTP date)."""
-    millis = headers.get("retry-after-ms")
-    if millis:
-        try:
-            value = float(millis) / 1000.0
-        except ValueError:
-            value = math.nan
-        if math.isfinite(value) and value >= 0:
-            return value
-    raw = headers.get("retry-after")
-    if not raw:
-        return None
-    try:
-        value = float(raw)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(raw)
-        except (TypeError, ValueError):
-            return None
-        if when.tzinfo is None:
-            return None
-        value = when.timestamp() - (time.time() if now is None else now)
-        return max(0.0, value)
-    return value if math.isfinite(value) and value >= 0 else None
+    """Seconds to wait from ``retry-after-ms``, or ``Retry-After`` (seconds or an HTTP date).
+
+    The same reading as :func:`simone.runtime.retry_after_from_headers` (kept for callers of this name).
+    """
+    return retry_after_from_headers(headers, now=now)
+
+
+def _not_a_connection_failure(error: ProviderError) -> bool:
+    """Retry what the server answered (429, 5xx), not a connection that failed or timed out."""
+    return not isinstance(error.__cause__, httpx.HTTPError | TimeoutError)
 
 
 def _snippet(text: str) -> str:
@@ -145,54 +134,59 @@ class HttpEmbedderBase:
             await self.start()
         client = self._client
         assert client is not None
-        attempt = 0
-        while True:
-            response = await self._send(client, url, payload, headers)
-            status = response.status_code
-            if status == 429:
-                wait = parse_retry_after(response.headers)
-                if attempt < self._max_retries and (wait is None or wait <= self._max_retry_wait_s):
-                    await anyio.sleep(wait if wait is not None else self._backoff(attempt))
-                    attempt += 1
-                    continue
-                hint = f"; it asks to wait {wait:.1f} s" if wait is not None else ""
-                raise RateLimited(
-                    f"{self._who} refused with 429 Too Many Requests after {attempt + 1} attempt(s){hint}: "
-                    f"{_server_message(response)}",
-                    provider=self._who,
-                    retry_after_s=wait,
-                )
-            if status in RETRY_STATUSES:
-                if attempt < self._max_retries:
-                    await anyio.sleep(self._backoff(attempt))
-                    attempt += 1
-                    continue
-                raise ProviderUnavailable(
-                    f"{self._who} answered HTTP {status} after {attempt + 1} attempt(s): "
-                    f"{_server_message(response)}; check the server and try again",
-                    provider=self._who,
-                )
-            if status in (401, 403):
-                raise AccessDenied(
-                    f"{self._who} refused the request (HTTP {status}): {_server_message(response)}; "
-                    "check the API key",
-                    provider=self._who,
-                )
-            if status == 404:
-                raise ProviderNotConfigured(
-                    f"{self._who} answered 404 for {url}: {_server_message(response)}; "
-                    "check the base URL and the model name",
-                    provider=self._who,
-                )
-            if status >= 400:
-                raise InvalidResponse(
-                    f"{self._who} rejected the request (HTTP {status}): {_server_message(response)}",
-                    provider=self._who,
-                )
-            return self._decode(response)
 
-    def _backoff(self, attempt: int) -> float:
-        return float(min(self._retry_backoff_s * (2**attempt), self._max_retry_wait_s))
+        async def once(attempt: int) -> Any:
+            response = await self._send(client, url, payload, headers)
+            return self._answer(response, url, attempt)
+
+        return await self.retry_policy.run(once, retry_if=_not_a_connection_failure)
+
+    @property
+    def retry_policy(self) -> RetryPolicy:
+        """The shared retry policy with this embedder's settings (``max_retries`` retries at most)."""
+        return RetryPolicy(
+            max_attempts=self._max_retries + 1,
+            backoff_s=self._retry_backoff_s,
+            max_backoff_s=self._max_retry_wait_s,
+            max_wait_s=self._max_retry_wait_s,
+        )
+
+    def _answer(self, response: httpx.Response, url: str, attempt: int) -> Any:
+        status = response.status_code
+        if status == 429:
+            wait = retry_after_from_headers(response.headers)
+            hint = f"; it asks to wait {wait:.1f} s" if wait is not None else ""
+            raise RateLimited(
+                f"{self._who} refused with 429 Too Many Requests after {attempt} attempt(s){hint}: "
+                f"{_server_message(response)}",
+                provider=self._who,
+                retry_after_s=wait,
+            )
+        if status in RETRY_STATUSES:
+            raise ProviderUnavailable(
+                f"{self._who} answered HTTP {status} after {attempt} attempt(s): "
+                f"{_server_message(response)}; check the server and try again",
+                provider=self._who,
+                retry_after_s=retry_after_from_headers(response.headers) if status == 503 else None,
+            )
+        if status in (401, 403):
+            raise AccessDenied(
+                f"{self._who} refused the request (HTTP {status}): {_server_message(response)}; "
+                "check the API key",
+                provider=self._who,
+            )
+        if status == 404:
+            raise ProviderNotConfigured(
+                f"{self._who} answered 404 for {url}: {_server_message(response)}; "
+                "check the base URL and the model name",
+                provider=self._who,
+            )
+        if status >= 400:
+            raise InvalidResponse(
+                f"{self._who} rejected the request (HTTP {status}): {_server_message(response)}",
+                provider=self._who,
+            )
+        return self._decode(response)
 
     async def _send(
         self, client: httpx.AsyncClient, url: str, payload: Mapping[str, Any], headers: Mapping[str, str]

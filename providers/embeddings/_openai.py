@@ -28,9 +28,11 @@ SHORTENABLE_PREFIX = "text-embedding-3"
 class OpenAIEmbedder(HttpEmbedderBase):
     """Embeds with an OpenAI-compatible ``POST {base_url}/embeddings`` endpoint.
 
-    Texts are sent in batches of ``batch_size``; a 429 is retried after the server's ``Retry-After``
-    (when it is no longer than ``max_retry_wait_s``), a 5xx after an exponential pause, up to
-    ``max_retries`` times. Each answer is checked (JSON, count, order, dimension, finite, non-zero)
+    Texts are sent in batches of ``batch_size``; a 429 or a 5xx is retried up to ``max_retries`` times
+    under the shared :class:`~simone.runtime.RetryPolicy`: after an exponential pause, or after the
+    server's ``Retry-After`` when that is longer (never sooner); a wait longer than
+    ``max_retry_wait_s`` or past the caller's cancel-scope deadline is not taken (``RateLimited`` with
+    ``retry_after_s`` at once). Each answer is checked (JSON, count, order, dimension, finite, non-zero)
     and the vectors are L2-normalised, so the space is always ``normalized``.
 
     Args:

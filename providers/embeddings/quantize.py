@@ -19,21 +19,33 @@ of them changes; a failed gate is remembered too and the original model is used 
 graphs compute the same model, so they share the ``onnx:all-MiniLM-L6-v2:384`` space — the gate is
 what makes that claim true. The SciFact retrieval check lives in ``benchmarks/embedder_speed.py``.
 
+The build prints nothing (onnxruntime's quantiser logs a "consider pre-processing" warning through
+the root logger; it is dropped while building) and writes nothing outside the destination folder:
+every intermediate file, onnxruntime's own ``ort.quant.*`` temporary folders included, lives in a
+``.build-*`` folder beside the target that is removed when the build ends, fails or is interrupted
+(``KeyboardInterrupt`` too); one left by a killed process is removed by the next build.
+
 Run it by hand (needs the ``onnx`` package): ``python -m simone.providers.embeddings.quantize DIR``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
+import logging
 import os
+import shutil
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Literal
+from types import ModuleType
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -52,6 +64,18 @@ FP32_LAYERS = 1
 MATMULS_PER_LAYER = 6
 #: Encoder layers of all-MiniLM-L6-v2.
 LAYERS = 6
+#: The prefix of the scratch folders builds make beside their target.
+SCRATCH_PREFIX = ".build-"
+#: A scratch folder older than this was left by a build that was killed; the next build removes it.
+STALE_SCRATCH_S = 3600.0
+#: onnxruntime's quantisation modules that make temporary files (redirected into the scratch folder).
+_ORT_TEMPFILE_USERS = (
+    "onnxruntime.quantization.quantize",
+    "onnxruntime.quantization.quant_utils",
+    "onnxruntime.quantization.shape_inference",
+)
+#: One build at a time per process (the redirection of onnxruntime's temporary files is per module).
+_BUILD_LOCK = threading.Lock()
 
 Variant = Literal["quantized", "reference"]
 
@@ -136,25 +160,113 @@ def build_quantized(source: Path, target: Path) -> None:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as scratch:
-        folded = Path(scratch) / "folded.onnx"
-        options = onnxruntime.SessionOptions()
-        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
-        options.optimized_model_filepath = str(folded)
-        options.log_severity_level = 3
-        onnxruntime.InferenceSession(str(source), sess_options=options, providers=["CPUExecutionProvider"])
-        stripped = Path(scratch) / "stripped.onnx"
-        strip_nan_guards(folded, stripped)
-        quantized = Path(scratch) / "quantized.onnx"
-        quantize_dynamic(
-            stripped,
-            quantized,
-            per_channel=True,
-            weight_type=QuantType.QInt8,
-            op_types_to_quantize=["MatMul"],
-            nodes_to_exclude=first_layer_matmuls(stripped, FP32_LAYERS),
-        )
-        os.replace(quantized, target)
+    _remove_stale_scratch(target.parent)
+    with _BUILD_LOCK:
+        scratch = Path(tempfile.mkdtemp(dir=target.parent, prefix=SCRATCH_PREFIX))
+        try:
+            with _temporary_files_in(scratch), _quiet_quantiser():
+                folded = scratch / "folded.onnx"
+                options = onnxruntime.SessionOptions()
+                options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
+                options.optimized_model_filepath = str(folded)
+                options.log_severity_level = 3
+                onnxruntime.InferenceSession(
+                    str(source), sess_options=options, providers=["CPUExecutionProvider"]
+                )
+                stripped = scratch / "stripped.onnx"
+                strip_nan_guards(folded, stripped)
+                quantized = scratch / "quantized.onnx"
+                quantize_dynamic(
+                    stripped,
+                    quantized,
+                    per_channel=True,
+                    weight_type=QuantType.QInt8,
+                    op_types_to_quantize=["MatMul"],
+                    nodes_to_exclude=first_layer_matmuls(stripped, FP32_LAYERS),
+                )
+                os.replace(quantized, target)
+        finally:  # a failure and KeyboardInterrupt too: nothing of the build is left behind
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _remove_stale_scratch(directory: Path) -> None:
+    """Remove scratch folders that builds killed before their clean-up left in ``directory``."""
+    now = time.time()
+    for entry in directory.glob(SCRATCH_PREFIX + "*"):
+        try:
+            if entry.is_dir() and now - entry.stat().st_mtime > STALE_SCRATCH_S:
+                shutil.rmtree(entry, ignore_errors=True)
+        except OSError:
+            continue
+
+
+class _ScratchTempfile:
+    """The ``tempfile`` module as onnxruntime's quantiser sees it during a build: inside the scratch."""
+
+    def __init__(self, scratch: Path) -> None:
+        self._scratch = str(scratch)
+
+    def __getattr__(self, name: str) -> Any:
+        real = getattr(tempfile, name)
+        if name in ("TemporaryDirectory", "NamedTemporaryFile", "TemporaryFile", "mkdtemp", "mkstemp"):
+            scratch = self._scratch
+
+            def in_scratch(*args: Any, **kwargs: Any) -> Any:
+                if kwargs.get("dir") is None:
+                    kwargs["dir"] = scratch
+                return real(*args, **kwargs)
+
+            return in_scratch
+        return real
+
+
+@contextlib.contextmanager
+def _temporary_files_in(scratch: Path) -> Iterator[None]:
+    """Point onnxruntime's quantisation modules' temporary files (``ort.quant.*``) into ``scratch``."""
+    patched: list[ModuleType] = []
+    try:
+        for name in _ORT_TEMPFILE_USERS:
+            module = sys.modules.get(name)
+            if module is not None and getattr(module, "tempfile", None) is tempfile:
+                module.tempfile = _ScratchTempfile(scratch)  # type: ignore[attr-defined]
+                patched.append(module)
+        yield
+    finally:
+        for module in patched:
+            module.tempfile = tempfile  # type: ignore[attr-defined]
+
+
+class _DropOnnxruntimeRecords(logging.Filter):
+    """Drops the records onnxruntime's Python tools log (through the root logger) while building."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        import onnxruntime
+
+        self._package = str(Path(onnxruntime.__file__).parent)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.pathname.startswith(self._package)
+
+
+@contextlib.contextmanager
+def _quiet_quantiser() -> Iterator[None]:
+    """Silence onnxruntime's quantiser: its ``logging.warning`` calls print nothing while building.
+
+    They log through the root logger, which ``logging.warning`` would configure (``basicConfig``, a
+    stderr handler for the rest of the process) if it had no handler: a do-nothing handler is added
+    for the duration, and the quantiser's records are filtered out.
+    """
+    root = logging.getLogger()
+    drop = _DropOnnxruntimeRecords()
+    keep_quiet = logging.NullHandler()
+    root.addFilter(drop)
+    root.addHandler(keep_quiet)
+    try:
+        yield
+    finally:
+        root.removeHandler(keep_quiet)
+        root.removeFilter(drop)
 
 
 def first_layer_matmuls(path: Path, layers: int) -> list[str]:
@@ -285,17 +397,25 @@ def prepare(source: Path, directory: Path, *, threads: int = 2, rebuild: bool = 
         report = _report(
             False, 0.0, 0.0, source_sha, "", started, f"build failed: {type(exc).__name__}: {exc}"
         )
-        _write_report(report_path, report)
-        return Choice("reference", source, report.reason, report)
+        return Choice("reference", source, report.reason + _remember(report_path, report), report)
     mean, worst = gate(source, target, threads=threads)
     passed = mean >= GATE_MIN_COSINE
     reason = "" if passed else f"mean cosine {mean:.4f} < {GATE_MIN_COSINE}"
     report = _report(passed, mean, worst, source_sha, sha256_file(target), started, reason)
-    _write_report(report_path, report)
+    _remember(report_path, report)
     if not passed:
         target.unlink(missing_ok=True)
         return Choice("reference", source, f"quantised build failed its gate: {reason}", report)
     return Choice("quantized", target, _passed_reason(report), report)
+
+
+def _remember(path: Path, report: GateReport) -> str:
+    """Write ``report``; a folder that cannot be written (a read-only data dir) is a note, not a failure."""
+    try:
+        _write_report(path, report)
+    except OSError as exc:
+        return f" (not remembered: cannot write {path}: {exc})"
+    return ""
 
 
 def _passed_reason(report: GateReport) -> str:

@@ -13,11 +13,18 @@ import pytest
 from simone.agents import Runtime
 from simone.runtime import AgentSettings, Settings
 
-Reply = Callable[[dict[str, Any]], tuple[int, dict[str, Any], float]]
+# (status, JSON body, delay before answering) or the same with extra response headers
+Reply = Callable[[dict[str, Any]], tuple[Any, ...]]
 
 
 @pytest.fixture
-def chat_server() -> Iterator[tuple[str, list[dict[str, Any]], list[Reply]]]:
+def arrivals() -> list[float]:
+    """``time.monotonic()`` of each request the chat server received, in order."""
+    return []
+
+
+@pytest.fixture
+def chat_server(arrivals: list[float]) -> Iterator[tuple[str, list[dict[str, Any]], list[Reply]]]:
     requests: list[dict[str, Any]] = []
     script: list[Reply] = []
 
@@ -28,12 +35,17 @@ def chat_server() -> Iterator[tuple[str, list[dict[str, Any]], list[Reply]]]:
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             requests.append(body)
-            status, payload, delay = script[min(len(requests), len(script)) - 1](body)
+            arrivals.append(time.monotonic())
+            reply = script[min(len(requests), len(script)) - 1](body)
+            status, payload, delay = reply[:3]
+            extra: dict[str, str] = reply[3] if len(reply) > 3 else {}
             time.sleep(delay)
             data = json.dumps(payload).encode()
             try:
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
+                for name, value in extra.items():
+                    self.send_header(name, value)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
@@ -150,3 +162,45 @@ def test_a_chat_endpoint_that_fails_or_times_out_falls_back_or_fails_structurall
         assert answer.status == "failed" and "timeout" in answer.limitations[-1]
 
     anyio.run(main)
+
+
+def test_a_rate_limit_longer_than_the_client_may_wait_falls_back_at_once(
+    isolated_env: Path, chat_server: Any
+) -> None:
+    """Retry-After 120 used to block the answer for 124 s (two waits of min(120, timeout) and retries)."""
+    url, requests, script = chat_server
+    script.append(lambda body: (429, {"error": "slow down"}, 0.0, {"Retry-After": "120"}))
+
+    async def main() -> None:
+        async with Runtime(_settings(isolated_env / "data", url), documents=False, web=False) as runtime:
+            with anyio.fail_after(20):
+                started = time.perf_counter()
+                answer = await runtime.ask({"actor": "alice"}, "When is standup?")
+                assert time.perf_counter() - started < 5
+        assert answer.model == "extractive (fallback)"
+        assert any("429" in note and "120" in note for note in answer.limitations), answer.limitations
+        assert len(requests) == 1, "no retry before the server allows one"
+
+    anyio.run(main)
+
+
+def test_retry_after_is_a_floor_for_the_chat_retry(
+    isolated_env: Path, chat_server: Any, arrivals: list[float]
+) -> None:
+    """The wait used to be cut to the per-request timeout, so the retry came before the server allowed."""
+    url, requests, script = chat_server
+    script += [
+        lambda body: (429, {"error": "slow down"}, 0.0, {"Retry-After": "1"}),
+        lambda body: (200, _completion({"content": "Standup is at 9:15."}), 0.0),
+    ]
+
+    async def main() -> None:
+        settings = _settings(isolated_env / "data", url, chat_timeout_s=0.4, fallback_to_extractive=False)
+        async with Runtime(settings, documents=False, web=False) as runtime:
+            with anyio.fail_after(20):
+                answer = await runtime.ask({"actor": "alice"}, "When is standup?")
+        assert answer.status != "failed" and answer.model == "loopback-chat"
+
+    anyio.run(main)
+    assert len(arrivals) == 2
+    assert arrivals[1] - arrivals[0] >= 1.0, "the retry came before Retry-After allowed it"

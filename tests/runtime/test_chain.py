@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
 from types import TracebackType
 from typing import Self, TypeVar
 
@@ -66,26 +67,42 @@ class ReturnsGarbage:
         return good
 
 
-def test_select_space_takes_the_first_embedder_that_answers() -> None:
+def test_select_space_takes_the_first_embedder_once_it_answers() -> None:
+    cloud = HashEmbedder(16, provider="openai", model="cloud")
+    local = HashEmbedder(8, provider="onnx", model="local")
+    chain = EmbeddingChain([cloud, local])
+
+    assert run(chain.select_space) == cloud.space
+    assert cloud.calls == 1 and local.calls == 0
+
+
+def test_a_failing_first_embedder_is_never_replaced_by_a_fallback_space_silently() -> None:
+    """A new collection used to be pinned to the next embedder's space, with nothing in the report."""
     cloud = HashEmbedder(16, provider="openai", model="cloud")
     cloud.error = ProviderUnavailable("cloud down")
     local = HashEmbedder(8, provider="onnx", model="local")
     other = HashEmbedder(4, provider="ollama", model="other")
     chain = EmbeddingChain([cloud, local, other])
 
-    space = run(chain.select_space)
+    with pytest.raises(EmbeddingChainExhausted) as caught:
+        run(chain.select_space)
 
-    assert space == local.space
-    assert other.calls == 0
+    error = caught.value
+    assert "the configured embedder openai:cloud:16 failed (unavailable: cloud down)" in error.message
+    assert "not created in onnx:local:8" in error.message, "names the space a fallback would have pinned"
+    assert [type(c) for c in error.causes] == [ProviderUnavailable] and error.retryable
+    assert local.calls == 0 and other.calls == 0, "no other space is even probed"
+    last_error = chain.health().last_error
+    assert last_error is not None and "cloud down" in last_error
+
     cloud.error = None
     assert run(chain.select_space) == cloud.space
 
 
-def test_select_space_with_nothing_available_names_every_cause() -> None:
+def test_select_space_carries_the_first_embedders_retry_hint() -> None:
     first = HashEmbedder(16, model="a")
-    first.error = ProviderTimeout("a timed out")
+    first.error = RateLimited("a said 429", retry_after_s=3.0)
     second = HashEmbedder(8, model="b")
-    second.error = RateLimited("b said 429", retry_after_s=3.0)
     chain = EmbeddingChain([first, second])
 
     with pytest.raises(EmbeddingChainExhausted) as caught:
@@ -93,9 +110,16 @@ def test_select_space_with_nothing_available_names_every_cause() -> None:
 
     error = caught.value
     assert isinstance(error, ProviderUnavailable)
-    assert "a timed out" in error.message and "b said 429" in error.message
-    assert [type(c) for c in error.causes] == [ProviderTimeout, RateLimited]
+    assert "a said 429" in error.message
+    assert [type(c) for c in error.causes] == [RateLimited]
     assert error.retryable and error.retry_after_s == 3.0
+
+
+def test_select_space_with_a_single_failing_embedder_says_to_try_again() -> None:
+    only = HashEmbedder(16, model="a")
+    only.error = ProviderTimeout("a timed out")
+    with pytest.raises(EmbeddingChainExhausted, match="a timed out.*try again when it answers"):
+        run(EmbeddingChain([only]).select_space)
 
 
 def test_an_empty_chain_is_not_configured() -> None:
@@ -285,13 +309,16 @@ def test_an_embedder_that_cannot_start_does_not_stop_the_others() -> None:
     broken, working = WontStart(8, model="broken"), HashEmbedder(8, model="working")
     broken.error = ProviderUnavailable("model file damaged")  # its calls fail too, like a real one
 
-    async def go() -> EmbeddingSpace:
+    async def go() -> None:
         async with EmbeddingChain([broken, working]) as chain:
             last_error = chain.health().last_error
             assert last_error is not None and "model file damaged" in last_error
-            return await chain.select_space()
+            assert (await chain.embed(["x"], space=working.space)).shape == (1, 8)
+            # but a new collection is not silently given the working embedder's space
+            with pytest.raises(EmbeddingChainExhausted, match="hash:broken:8 failed"):
+                await chain.select_space()
 
-    assert run(go) == working.space
+    run(go)
 
 
 def test_health_starts_clean() -> None:
@@ -354,3 +381,31 @@ def test_health_matches_a_plain_recount(outcomes: list[bool], window: int, min_s
     assert health.fallbacks == sum(recent)
     assert health.degraded == (len(recent) >= min_samples and 2 * sum(recent) > len(recent))
     assert health.degraded == is_degraded(len(recent), sum(recent), min_samples)
+
+
+def test_the_first_index_fails_instead_of_pinning_the_collection_to_the_fallback_space(
+    tmp_path: Path,
+) -> None:
+    """The document index used to create the collection in the next space, with ``failures: []``."""
+    from simone.providers.documents import DocumentIndex, DocumentStore
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# Standup\n\nThe standup is at 9:15 every day.\n")
+    cloud = HashEmbedder(16, provider="openai", model="cloud")
+    cloud.error = ProviderUnavailable("cloud down")
+    local = HashEmbedder(8, provider="onnx", model="local")
+
+    async def go() -> None:
+        chain = EmbeddingChain([cloud, local])
+        async with DocumentIndex(DocumentStore(tmp_path / "index"), chain) as index:
+            with pytest.raises(EmbeddingChainExhausted, match=r"openai:cloud:16 failed.*onnx:local:8"):
+                await index.index_paths([docs])
+            assert index.space is None and await index.store.collection_names() == []
+            assert local.calls == 0
+
+            cloud.error = None
+            report = await index.index_paths([docs])
+            assert report.space == cloud.space.key and report.failures == []
+
+    run(go)

@@ -18,6 +18,7 @@ from simone.providers.embeddings import (
 from simone.providers.embeddings.testing import LoopbackEmbeddingServer
 from simone.runtime import (
     ConfigError,
+    EmbeddingChainExhausted,
     EmbeddingSettings,
     ProviderUnavailable,
     load_settings,
@@ -109,9 +110,12 @@ def test_a_cloud_space_stays_pinned_when_the_cloud_fails() -> None:
             vectors = await chain.embed(["query"], space=space, kind="query")
             np.testing.assert_allclose(vectors, server.embedder.vectors(["query"]), atol=1e-6)
 
-            # with the cloud gone, a new table is created in the ONNX space
+            # with the cloud gone, a new table is not created in the ONNX space (that would pin it
+            # to another model for good): the error names both
             server.mode = "drop"
-            assert await chain.select_space() == ONNX_SPACE
+            with pytest.raises(EmbeddingChainExhausted) as caught:
+                await chain.select_space()
+            assert cloud.space.key in caught.value.message and ONNX_SPACE.key in caught.value.message
 
     with LoopbackEmbeddingServer(dimension=16) as server:
         anyio.run(go, server)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import os
 import sqlite3
 from pathlib import Path
 
@@ -10,7 +12,16 @@ import numpy as np
 import pytest
 from simone.providers.embeddings import EmbeddingCache, OnnxMiniLMEmbedder, text_digest
 from simone.providers.testing import HashEmbedder
-from simone.runtime import ConfigError, EmbeddingChain, ProviderUnavailable
+from simone.runtime import (
+    ConfigError,
+    EmbeddingChain,
+    EmbeddingSettings,
+    ProviderUnavailable,
+    Router,
+    SearchMode,
+    Settings,
+    TrustedContext,
+)
 
 
 class Counting:
@@ -166,5 +177,103 @@ def test_with_the_real_onnx_model_through_the_chain(tmp_path: Path) -> None:
             assert counting == [2]
             assert (second.hits, second.misses) == (2, 0)
             np.testing.assert_array_equal(second.vectors, first.vectors[::-1])
+
+    anyio.run(go)
+
+
+# -- a cache that cannot be written turns itself off; it never breaks a search ------------------------
+
+
+def _unwritable_cache_path(tmp_path: Path, how: str) -> Path:
+    """A cache path that cannot be written, made in a way that binds as root too (unless ``chmod``)."""
+    if how == "under-a-file":
+        blocker = tmp_path / "data"
+        blocker.write_text("a file where the data directory should be")
+        return blocker / "embedding-cache.sqlite3"
+    if how == "directory-in-the-way":
+        path = tmp_path / "embedding-cache.sqlite3"
+        path.mkdir()
+        return path
+    data = tmp_path / "read-only"
+    data.mkdir()
+    data.chmod(0o555)
+    probe = data / "probe"
+    try:
+        probe.touch()
+    except OSError:
+        return data / "embedding-cache.sqlite3"
+    probe.unlink()
+    data.chmod(0o755)
+    pytest.skip(f"chmod 0o555 does not bind for uid {os.getuid()} (root); the other variants cover it")
+
+
+@pytest.mark.parametrize("how", ["under-a-file", "directory-in-the-way", "chmod"])
+def test_a_cache_that_cannot_be_written_turns_itself_off(
+    tmp_path: Path, how: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A read-only data dir used to raise ConfigError at start-up, taking lexical search down with it."""
+    path = _unwritable_cache_path(tmp_path, how)
+    embedder = HashEmbedder(16)
+    counting = Counting(embedder)
+
+    async def go() -> None:
+        async with EmbeddingCache(path) as cache:
+            assert cache.disabled is not None and str(path) in cache.disabled
+            result = await cache.embed(["alpha", "beta"], space=embedder.space, embed=counting)
+            assert (result.hits, result.misses) == (0, 2)
+            np.testing.assert_allclose(result.vectors, embedder.vectors(["alpha", "beta"]))
+            assert await cache.count() == 0 and await cache.drop_space(embedder.space) == 0
+
+    with caplog.at_level(logging.WARNING):
+        anyio.run(go)
+    assert counting.asked == [["alpha", "beta"]]
+    warnings = [r for r in caplog.records if "embedding cache is off" in r.getMessage()]
+    assert len(warnings) == 1 and warnings[0].levelno == logging.WARNING
+
+
+def test_a_cache_that_stops_being_writable_keeps_the_vectors_and_turns_off(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    embedder = HashEmbedder(16)
+
+    async def go() -> None:
+        async with EmbeddingCache.in_data_dir(tmp_path) as cache:
+            await cache.embed(["alpha"], space=embedder.space, embed=embedder.embed)
+            assert cache._db is not None
+            cache._db.execute("PRAGMA query_only = ON")  # every write now fails, as on a read-only disk
+            result = await cache.embed(["alpha", "gamma"], space=embedder.space, embed=embedder.embed)
+            assert (result.hits, result.misses) == (1, 1)
+            np.testing.assert_allclose(result.vectors, embedder.vectors(["alpha", "gamma"]), atol=1e-7)
+            assert cache.disabled is not None and "cannot write" in cache.disabled
+            again = await cache.embed(["alpha"], space=embedder.space, embed=embedder.embed)
+            assert again.misses == 1, "off for the rest of the run"
+
+    with caplog.at_level(logging.WARNING):
+        anyio.run(go)
+    assert any("embedding cache is off" in r.getMessage() for r in caplog.records)
+
+
+def test_lexical_search_and_doctor_work_when_the_cache_cannot_be_written(tmp_path: Path) -> None:
+    from simone.agents.cli._doctor import gather
+    from simone.providers.documents import DocumentIndex
+
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "embedding-cache.sqlite3").mkdir()  # the cache file cannot be created (binds as root too)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "standup.md").write_text("# Standup\n\nThe standup is at 9:15 every day in room Kepler.\n")
+    settings = Settings(data_dir=data, embeddings=EmbeddingSettings(onnx_variant="reference"))
+
+    async def go() -> None:
+        chain = EmbeddingChain([HashEmbedder(32)])
+        async with DocumentIndex.open(settings, chain=chain) as index:
+            report = await index.index_paths([docs])
+            assert report.chunks == 1 and report.failures == []
+            request = Router([]).request("Kepler standup", mode=SearchMode.LEXICAL)
+            response = await index.provider().retrieve(request, TrustedContext(actor="tester"))
+            assert response.evidence and "Kepler" in response.evidence[0].content
+        doctor = await gather(settings)
+        assert doctor["embedding_cache"]["vectors"] == 0
 
     anyio.run(go)

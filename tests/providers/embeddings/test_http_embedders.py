@@ -246,7 +246,8 @@ def test_parse_retry_after() -> None:
     assert parse_retry_after(httpx.Headers({"retry-after": "7"})) == 7.0
     assert parse_retry_after(httpx.Headers({"retry-after-ms": "250", "retry-after": "7"})) == 0.25
     assert parse_retry_after(httpx.Headers({"retry-after": "soon"})) is None
-    assert parse_retry_after(httpx.Headers({"retry-after": "-3"})) is None
+    # one reading for chat, embeddings and search: a negative delta means "now" (the backoff still applies)
+    assert parse_retry_after(httpx.Headers({"retry-after": "-3"})) == 0.0
     assert parse_retry_after(httpx.Headers({})) is None
     now = datetime(2026, 1, 1, tzinfo=UTC)
     later = format_datetime(now + timedelta(seconds=90), usegmt=True)

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -88,7 +92,7 @@ def test_the_variant_in_use_is_reported(models_dir: Path) -> None:
     async def go() -> list[tuple[str | None, str | None]]:
         seen = []
         for variant in ("auto", "quantized", "reference"):
-            async with OnnxMiniLMEmbedder(variant=variant, models_dir=models_dir) as embedder:  # type: ignore[arg-type]
+            async with OnnxMiniLMEmbedder(variant=variant, models_dir=models_dir) as embedder:
                 seen.append((embedder.variant, embedder.variant_reason))
                 assert embedder.model_path.is_file()
         return seen
@@ -154,3 +158,91 @@ def test_variant_arguments_are_checked(tmp_path: Path) -> None:
     assert isinstance(onnx, OnnxMiniLMEmbedder)
     assert onnx.variant is None, "nothing is built or opened before start-up"
     assert not (tmp_path / "models").exists()
+
+
+def test_the_build_prints_nothing_and_writes_nothing_outside_its_folder(tmp_path: Path) -> None:
+    """The quantiser's "consider pre-processing" warning used to reach stderr at the first start-up."""
+    temp, models = tmp_path / "tmp", tmp_path / "models"
+    temp.mkdir()
+    script = (
+        "import sys\nfrom pathlib import Path\n"
+        "from simone.providers.embeddings import quantize\n"
+        "from simone.providers.embeddings._onnx import packaged_model_path\n"
+        "quantize.build_quantized(packaged_model_path(), Path(sys.argv[1]) / 'int8.onnx')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(models)],
+        env={**os.environ, "TMPDIR": str(temp)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "" and done.stderr == "", "the build printed something"
+    assert sorted(p.name for p in models.iterdir()) == ["int8.onnx"], "no scratch folder is left"
+    assert not [p for p in temp.iterdir() if p.name.startswith(("ort.quant.", "pre.quant."))]
+
+
+def test_an_interrupted_build_keeps_its_temporary_files_in_its_folder_and_removes_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An interrupted first-run build used to leave onnxruntime's ort.quant.* folders in TMPDIR."""
+    import tempfile
+
+    from onnxruntime import quantization
+    from onnxruntime.quantization import quant_utils
+
+    temp, models = tmp_path / "tmp", tmp_path / "models"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    made: list[Path] = []
+
+    def interrupted(model_input: Path, model_output: Path, **options: object) -> None:
+        # onnxruntime makes a folder for a shape-inferred copy; Ctrl-C comes before its own clean-up
+        made.append(Path(quant_utils.tempfile.mkdtemp(prefix="ort.quant.")))
+        (made[0] / "model.onnx").write_bytes(b"x" * 1024)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(quantization, "quantize_dynamic", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        quantize.build_quantized(packaged_model_path(), models / "int8.onnx")
+
+    assert made and made[0].parent.parent == models, "the quantiser's temporary folder was in the build's"
+    assert list(models.iterdir()) == [], "the interrupted build left nothing behind"
+    assert list(temp.iterdir()) == []
+    assert quant_utils.tempfile is tempfile, "the quantiser's tempfile is put back"
+
+
+def test_a_scratch_folder_left_by_a_killed_build_is_removed_by_the_next(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stale = tmp_path / ".build-killed"
+    stale.mkdir()
+    (stale / "folded.onnx").write_bytes(b"x")
+    old = time.time() - 2 * quantize.STALE_SCRATCH_S
+    os.utime(stale, (old, old))
+    running = tmp_path / ".build-another-process"
+    running.mkdir()
+
+    from onnxruntime import quantization
+
+    def fails(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(quantization, "quantize_dynamic", fails)
+    with pytest.raises(RuntimeError, match="stop here"):
+        quantize.build_quantized(packaged_model_path(), tmp_path / "int8.onnx")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".build-another-process"]
+
+
+def test_a_models_folder_that_cannot_be_written_falls_back_without_failing(tmp_path: Path) -> None:
+    """A read-only data dir used to make the bundled embedder's start-up raise (the report's write)."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    choice = quantize.prepare(packaged_model_path(), blocker / "models")
+    assert choice.variant == "reference" and choice.path == packaged_model_path()
+    assert "build failed" in choice.reason and "not remembered" in choice.reason
+
+    embedder = OnnxMiniLMEmbedder(variant="auto", models_dir=blocker / "models")
+    assert _embed(embedder, ["still works"]).shape == (1, 384)
