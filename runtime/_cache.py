@@ -1,4 +1,4 @@
-"""The two-layer research cache: a run-local layer over a persistent diskcache.
+r"""The two-layer research cache: a run-local layer over a persistent diskcache.
 
 * **Layers.** A :class:`ResearchCache` owns the persistent layer (``diskcache``, one SQLite file in a
   directory; ``None`` keeps everything in memory for the process). Each research run opens a
@@ -13,6 +13,9 @@
   ``auto`` lookup meets one, by :meth:`ResearchCache.evict_expired`, and by a sweep when the cache is
   opened (at most hourly, since a sweep reads every entry).
 * **Time** comes from an injectable clock so tests can expire entries without sleeping.
+* **Robustness.** Values come from the web: lone surrogates (valid JSON ``"\ud800"``, unencodable as
+  UTF-8) are replaced by U+FFFD in what is persisted and in keys, and a write the persistent layer
+  refuses (disk full, locked, unencodable) is counted (``write_errors``) instead of failing the run.
 
 The persistent layer is blocking SQLite, so it runs in worker threads under a capacity limiter.
 """
@@ -21,6 +24,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -43,6 +48,19 @@ DEFAULT_STALE_KEEP_S = 7 * 24 * 3600.0
 """How long past its TTL an entry is kept for ``cached`` freshness before it is evicted."""
 
 _KEY_SEPARATOR = "\x1f"
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+_STORE_ERRORS = (OSError, UnicodeError, sqlite3.Error)
+"""What a refused write of the persistent layer raises (counted, never fatal to a run)."""
+
+
+def _scrub(text: str) -> str:
+    """``text`` with lone surrogates replaced by U+FFFD (SQLite and UTF-8 cannot take them)."""
+    if not _SURROGATE.search(text):
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
 
 _SWEEP_KEY = "\x1fmeta\x1flast-sweep"
 """When the persistent layer was last swept for expired entries (clock seconds, as text)."""
@@ -86,6 +104,8 @@ class CacheStats(BaseModel):
     kept_existing: Annotated[int, Field(ge=0)] = 0
     """Writes refused because a good entry was already stored (never overwritten by a worse one)."""
     evicted: Annotated[int, Field(ge=0)] = 0
+    write_errors: Annotated[int, Field(ge=0)] = 0
+    """Writes the persistent layer refused (disk full, locked…): the value stayed run-local."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,11 +127,16 @@ class CacheEntry:
         return now >= self.expires_at
 
     def to_json(self) -> str:
-        """The persisted form (JSON text, never pickle: values may come from the web)."""
-        return json.dumps(
-            {"v": self.value, "t": self.stored_at, "ttl": self.ttl_s, "c": self.complete},
-            ensure_ascii=False,
-            separators=(",", ":"),
+        """The persisted form (JSON text, never pickle: values may come from the web).
+
+        Lone surrogates in the value become U+FFFD, so the text always encodes as UTF-8.
+        """
+        return _scrub(
+            json.dumps(
+                {"v": self.value, "t": self.stored_at, "ttl": self.ttl_s, "c": self.complete},
+                ensure_ascii=False,
+                separators=(",", ":"),
+            )
         )
 
     @classmethod
@@ -150,7 +175,7 @@ class CacheLookup:
 
 def page_cache_key(url: str) -> str:
     """The cache key of a page: its normalised URL, so five spellings of one page share an entry."""
-    return normalize_url(url)
+    return normalize_url(_scrub(url))
 
 
 def search_cache_key(backend: str, query: str, count: int, **options: Any) -> str:
@@ -230,6 +255,7 @@ class ResearchCache:
 
     async def load(self, key: str) -> CacheEntry | None:
         """The persisted entry under ``key`` (namespaced key), or ``None``."""
+        key = _scrub(key)
         if self._disk is None:
             text = self._memory.get(key)
         else:
@@ -238,7 +264,12 @@ class ResearchCache:
         return CacheEntry.from_json(text) if isinstance(text, str) else None
 
     async def store(self, key: str, entry: CacheEntry) -> None:
-        """Persist ``entry`` under ``key`` (callers decide whether it may be stored)."""
+        """Persist ``entry`` under ``key`` (callers decide whether it may be stored).
+
+        Raises:
+            OSError, UnicodeError, sqlite3.Error: the persistent layer refused the write.
+        """
+        key = _scrub(key)
         text = entry.to_json()
         if self._disk is None:
             self._memory[key] = text
@@ -250,6 +281,7 @@ class ResearchCache:
 
     async def delete(self, key: str) -> None:
         """Remove the entry under ``key`` if present."""
+        key = _scrub(key)
         if self._disk is None:
             self._memory.pop(key, None)
             return
@@ -418,6 +450,10 @@ class CacheSession:
             ):
                 self._counts["kept_existing"] += 1
                 return False
-        await self._cache.store(full_key, entry)
+        try:
+            await self._cache.store(full_key, entry)
+        except _STORE_ERRORS:
+            self._counts["write_errors"] += 1  # the run keeps the value in its local layer
+            return False
         self._counts["writes"] += 1
         return True

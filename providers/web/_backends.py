@@ -1,31 +1,33 @@
 """Search backends behind one protocol: SearXNG (JSON API), Brave Search and Tavily.
 
 Each backend takes its ``httpx.AsyncClient`` from the caller, cuts a query that is longer than the
-service accepts (and says so), honours ``429 Retry-After`` when the wait fits in the time it was
-given, and translates every HTTP or JSON problem into the error tree (``RateLimited``,
-``ProviderTimeout``, ``ProviderUnavailable``, ``InvalidResponse``, ``ProviderNotConfigured``).
-The backend URL is configuration the owner trusts (SearXNG often runs on localhost), so the SSRF
-guard of the page fetcher does not apply to it; result URLs are checked when they are fetched.
+service accepts (and says so), retries a 429 under the shared :class:`~simone.runtime.RetryPolicy`
+(``Retry-After`` is a floor for the pause; a pause that does not fit in the time it was given is not
+taken: ``RateLimited`` with ``retry_after_s`` at once), and translates every HTTP or JSON problem
+into the error tree (``RateLimited``, ``ProviderTimeout``, ``ProviderUnavailable``,
+``InvalidResponse``, ``ProviderNotConfigured``). The backend URL is configuration the owner trusts
+(SearXNG often runs on localhost), so the SSRF guard of the page fetcher does not apply to it;
+result URLs are checked when they are fetched.
 """
 
 from __future__ import annotations
 
-import email.utils
 import json
 import math
-import time
 from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
 import anyio
 import httpx
-from simone.providers.web._types import SearchHit, SearchPage
+from simone.providers.web._types import SearchHit, SearchPage, scrub_surrogates
 from simone.runtime import (
     InvalidResponse,
     ProviderNotConfigured,
     ProviderTimeout,
     ProviderUnavailable,
     RateLimited,
+    RetryPolicy,
+    parse_retry_after as _parse_retry_after,
 )
 
 MAX_RESPONSE_BYTES = 8 * 1024 * 1024
@@ -67,29 +69,20 @@ def truncate_query(query: str, max_chars: int, max_words: int | None = None) -> 
 
 
 def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
-    """Seconds to wait from a ``Retry-After`` header (delta seconds or an HTTP date)."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError, IndexError):
-            return None
-        seconds = when.timestamp() - (time.time() if now is None else now)
-    if not math.isfinite(seconds):
-        return None
-    return max(0.0, seconds)
+    """Seconds to wait from a ``Retry-After`` header (delta seconds or an HTTP date).
+
+    The reading of :func:`simone.runtime.parse_retry_after`, which the retry policy uses.
+    """
+    return _parse_retry_after(value, now=now)
 
 
 def _text(value: Any, limit: int = 2000) -> str:
-    return " ".join(value.split())[:limit] if isinstance(value, str) else ""
+    # valid JSON can carry a lone surrogate ("\\ud800"): it would break every later UTF-8 write
+    return scrub_surrogates(" ".join(value.split())[:limit]) if isinstance(value, str) else ""
 
 
 def _is_web_url(value: Any) -> bool:
-    if not isinstance(value, str) or len(value) > 4096:
+    if not isinstance(value, str) or len(value) > 4096 or scrub_surrogates(value) != value:
         return False
     head = value[:8].lower()
     return head.startswith("http://") or head.startswith("https://")
@@ -112,44 +105,41 @@ class _HttpBackend:
 
     async def _json(self, request: httpx.Request, timeout_s: float) -> Any:
         deadline = anyio.current_time() + timeout_s
-        attempt = 0
-        while True:
-            remaining = deadline - anyio.current_time()
-            if remaining <= 0:
-                raise ProviderTimeout(
-                    f"{self.name} did not answer within {timeout_s:.1f} s", provider=self.name
-                )
-            status, headers, body = await self._send(request, remaining, timeout_s)
-            if status == 429:
-                wait = parse_retry_after(headers.get("retry-after"))
-                left = deadline - anyio.current_time()
-                if attempt < MAX_RATE_LIMIT_RETRIES and wait is not None and wait < left:
-                    attempt += 1
-                    await anyio.sleep(wait)
-                    continue
-                hint = f" (it asked to wait {wait:.0f} s)" if wait is not None else ""
-                raise RateLimited(
-                    f"{self.name} is rate limiting this client{hint}; try again later or configure another backend",
-                    provider=self.name,
-                    retry_after_s=wait,
-                )
-            if status in (401, 403):
-                raise ProviderNotConfigured(
-                    f"{self.name} refused the request ({status}); check its API key or URL in the configuration",
-                    provider=self.name,
-                )
-            if status >= 500:
-                raise ProviderUnavailable(
-                    f"{self.name} answered {status}; it may be down", provider=self.name
-                )
-            if status >= 400:
-                raise InvalidResponse(f"{self.name} refused the query with {status}", provider=self.name)
-            try:
-                return json.loads(body)
-            except (ValueError, UnicodeDecodeError) as exc:
-                raise InvalidResponse(
-                    f"{self.name} answered with malformed JSON; is the URL its JSON API?", provider=self.name
-                ) from exc
+        policy = RetryPolicy(max_attempts=MAX_RATE_LIMIT_RETRIES + 1, max_wait_s=timeout_s)
+        return await policy.run(
+            lambda _attempt: self._json_once(request, deadline, timeout_s),
+            deadline=deadline,
+            retry_if=lambda error: isinstance(error, RateLimited),  # other backends are the fallback
+        )
+
+    async def _json_once(self, request: httpx.Request, deadline: float, timeout_s: float) -> Any:
+        remaining = deadline - anyio.current_time()
+        if remaining <= 0:
+            raise ProviderTimeout(f"{self.name} did not answer within {timeout_s:.1f} s", provider=self.name)
+        status, headers, body = await self._send(request, remaining, timeout_s)
+        if status == 429:
+            wait = parse_retry_after(headers.get("retry-after"))
+            hint = f" (it asked to wait {wait:.0f} s)" if wait is not None else ""
+            raise RateLimited(
+                f"{self.name} is rate limiting this client{hint}; try again later or configure another backend",
+                provider=self.name,
+                retry_after_s=wait,
+            )
+        if status in (401, 403):
+            raise ProviderNotConfigured(
+                f"{self.name} refused the request ({status}); check its API key or URL in the configuration",
+                provider=self.name,
+            )
+        if status >= 500:
+            raise ProviderUnavailable(f"{self.name} answered {status}; it may be down", provider=self.name)
+        if status >= 400:
+            raise InvalidResponse(f"{self.name} refused the query with {status}", provider=self.name)
+        try:
+            return json.loads(body)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise InvalidResponse(
+                f"{self.name} answered with malformed JSON; is the URL its JSON API?", provider=self.name
+            ) from exc
 
     async def _send(
         self, request: httpx.Request, remaining: float, timeout_s: float
@@ -186,7 +176,7 @@ class _HttpBackend:
     def _prepare(self, query: str) -> tuple[str, bool]:
         if not query.strip():
             raise InvalidResponse("an empty query cannot be searched", provider=self.name)
-        return truncate_query(query, self.max_query_chars, self.max_query_words)
+        return truncate_query(scrub_surrogates(query), self.max_query_chars, self.max_query_words)
 
     def _page(
         self,

@@ -2,9 +2,27 @@
 
 Extraction favours precision (the web-extraction benchmark: F1 0.961 with ``favor_precision`` against
 0.958 with defaults) and keeps the metadata a source needs: title, date, site, author, language.
-Before trafilatura sees the page, elements hidden from readers (``hidden``, ``aria-hidden``,
-``display:none``, ``visibility:hidden``, zero font size or opacity, ``<template>``) are dropped — a
-classic place for prompt injection — and the extracted text is cleaned of hidden characters.
+
+**Budget.** trafilatura's time and memory grow with the element count (a 5 MB page of 200k links took
+13 s and 600 MB), and its worker thread cannot be cancelled, so a page is bounded *before* lxml builds
+a tree: at most :data:`MAX_HTML_CHARS` decoded characters and :data:`MAX_ELEMENTS` start tags (a
+cheap scan cuts the page at the first tag past the budget) and :data:`MAX_TEXT_CHARS` of text out; a
+cut page says so (``truncated``). The caller bounds the wait with the page's share of the deadline.
+
+**Hidden text.** Before trafilatura sees the page, elements a reader does not see are dropped — a
+classic place for prompt injection. What a local rule can tell from the HTML itself is caught: the
+``hidden`` and ``aria-hidden="true"`` attributes, ``<template>``, the closed part of ``<details>``, and
+declarations in inline ``style`` attributes or in top-level rules of ``<style>`` blocks whose
+selectors are simple (``.class``, ``#id``, ``tag.class``, lists of them): ``display:none``,
+``visibility:hidden|collapse``, opacity ≤ 0.05, font size ≤ 1px, transparent text, text coloured like
+the nearest background set on the element or an ancestor, clipping to nothing (``clip:rect`` ≤ 1px,
+``clip-path:inset(≥50%)``/``circle(0)``), boxes of ≤ 1px or ``max-height:0`` with ``overflow:hidden``,
+``transform:scale(0)`` and off-screen offsets (``left:-9999px`` with absolute or fixed position,
+``text-indent``/``margin`` of -500px or more). Not caught: external stylesheets, complex selectors
+(descendant, attribute, pseudo-class), the cascade (a later rule showing the element again),
+``@media`` blocks, scripts that hide or reveal, a colour close to (not equal to) the background or a
+background given only by an image or an external stylesheet, text covered by another element. The
+extracted text is then cleaned of hidden characters.
 
 Passages: the text is split on paragraphs into pieces of a few hundred characters, ranked against
 the question with BM25 over the shared lexical analysis, and only pieces that share a term with it
@@ -16,18 +34,25 @@ from __future__ import annotations
 import functools
 import re
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
 import anyio
 import lxml.html
 from lxml import etree
-from simone.providers.web._types import ExtractedPage
+from simone.providers.web._types import ExtractedPage, scrub_surrogates
 from simone.runtime import Analyzer, BM25Index, default_analyzer, strip_hidden
 
-MAX_HTML_CHARS = 8_000_000
-"""Pages beyond this are cut before parsing (the fetcher's byte cap normally stops them first)."""
+MAX_HTML_CHARS = 2_000_000
+"""Decoded characters of one page the extractor reads; the rest is cut before parsing."""
+
+MAX_ELEMENTS = 12_000
+"""Start tags of one page the extractor reads (a long article has a few thousand; the time and memory
+of the extraction grow with this); the page is cut at the first tag past it."""
+
+MAX_TEXT_CHARS = 400_000
+"""Characters of extracted text kept from one page (for passage selection)."""
 
 PASSAGE_TARGET_CHARS = 700
 """Paragraphs are merged up to about this size: a passage says one thing with its context."""
@@ -35,53 +60,314 @@ PASSAGE_TARGET_CHARS = 700
 PASSAGE_MAX_CHARS = 1400
 """Longer paragraphs are split at sentence boundaries."""
 
-_HIDDEN_STYLE = re.compile(
-    r"display\s*:\s*none|visibility\s*:\s*hidden|font-size\s*:\s*0(?:\.0*)?(?:px|em|rem|pt|%)?\s*(?:;|$)|"
-    r"opacity\s*:\s*0(?:\.0*)?\s*(?:;|$)|(?:height|width)\s*:\s*0(?:px)?\s*;[^\"]*overflow\s*:\s*hidden",
-    re.IGNORECASE,
-)
 _PARSER = lxml.html.HTMLParser(encoding="utf-8", remove_comments=True)
 
-_HIDDEN_XPATH = "//*[@hidden] | //*[@aria-hidden='true'] | //template | //*[@style]"
+_START_TAG = re.compile(r"<[A-Za-z]")
+
+
+def bound_html(
+    html: str, *, max_chars: int = MAX_HTML_CHARS, max_elements: int = MAX_ELEMENTS
+) -> tuple[str, bool]:
+    """``html`` cut to the extraction budget, and whether it was cut.
+
+    A linear scan for start tags, no parsing: at most ``max_chars`` characters, and the text before
+    the first start tag past ``max_elements`` (lxml closes what the cut leaves open).
+    """
+    cut = False
+    if len(html) > max_chars:
+        html, cut = html[:max_chars], True
+    for count, match in enumerate(_START_TAG.finditer(html), 1):
+        if count > max_elements:
+            return html[: match.start()], True
+    return html, cut
+
+
+# -- hidden elements ----------------------------------------------------------------------------------
+
+_CSS_COMMENT = re.compile(r"/\*.*?\*/", re.DOTALL)
+_SIMPLE_SELECTOR = re.compile(r"([A-Za-z][\w-]*)?((?:[.#][\w-]+)+)")
+_LENGTH = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+))([a-z%]*)$")
+_NAMED_COLOURS = {
+    "white": (255, 255, 255),
+    "black": (0, 0, 0),
+    "red": (255, 0, 0),
+    "green": (0, 128, 0),
+    "blue": (0, 0, 255),
+    "yellow": (255, 255, 0),
+    "gray": (128, 128, 128),
+    "grey": (128, 128, 128),
+    "silver": (192, 192, 192),
+    "snow": (255, 250, 250),
+    "whitesmoke": (245, 245, 245),
+    "ivory": (255, 255, 240),
+}
+
+
+def _declarations(css: str) -> dict[str, str]:
+    """``property: value`` pairs of a declaration block, lower-cased, ``!important`` dropped; last wins."""
+    out: dict[str, str] = {}
+    for part in css.split(";"):
+        name, colon, value = part.partition(":")
+        if colon:
+            out[name.strip().lower()] = " ".join(value.lower().replace("!important", "").split())
+    return out
+
+
+def _css_rules(css: str) -> Iterator[tuple[str, str]]:
+    """``(selectors, declarations)`` of the top-level rules of a style sheet; ``@`` blocks are skipped."""
+    css = _CSS_COMMENT.sub(" ", css)
+    position, size = 0, len(css)
+    while position < size:
+        brace = css.find("{", position)
+        if brace < 0:
+            return
+        prelude = css[position:brace].strip()
+        semicolon = prelude.rfind(";")  # @import …; @charset …; before the rule
+        if semicolon >= 0:
+            prelude = prelude[semicolon + 1 :].strip()
+        depth, index = 1, brace + 1
+        while index < size and depth:
+            if css[index] == "{":
+                depth += 1
+            elif css[index] == "}":
+                depth -= 1
+            index += 1
+        if not prelude.startswith("@"):
+            yield prelude, css[brace + 1 : index - 1]
+        position = index
+
+
+def _length(value: str) -> tuple[float, str] | None:
+    match = _LENGTH.match(value.strip())
+    if match is None:
+        return None
+    return float(match.group(1)), match.group(2)
+
+
+def _tiny(value: str | None) -> bool:
+    """A length of at most 1px (or zero in any unit)."""
+    if value is None:
+        return False
+    parsed = _length(value)
+    if parsed is None:
+        return False
+    number, unit = parsed
+    return number <= 0 or (number <= 1 and unit in ("px", "pt"))
+
+
+def _far_off(value: str | None) -> bool:
+    """A negative offset that moves content out of any viewport (-500px, -50em, -100%…)."""
+    if value is None:
+        return False
+    parsed = _length(value.split()[0]) if value.split() else None
+    if parsed is None:
+        return False
+    number, unit = parsed
+    limits = {"px": -500.0, "pt": -400.0, "em": -50.0, "rem": -50.0, "%": -100.0, "vw": -100.0, "vh": -100.0}
+    return unit in limits and number <= limits[unit]
+
+
+def _colour(value: str | None) -> tuple[float, ...] | None:
+    """An RGB(A) tuple for a CSS colour (hex, rgb()/rgba(), a few names, ``transparent``)."""
+    if not value:
+        return None
+    value = value.strip()
+    if value == "transparent":
+        return (0, 0, 0, 0)
+    if value in _NAMED_COLOURS:
+        return _NAMED_COLOURS[value]
+    if value.startswith("#"):
+        digits = value[1:]
+        if len(digits) in (3, 4):
+            digits = "".join(d * 2 for d in digits)
+        if len(digits) in (6, 8) and all(c in "0123456789abcdef" for c in digits):
+            channels = [int(digits[i : i + 2], 16) for i in range(0, len(digits), 2)]
+            if len(channels) == 4:
+                return (*channels[:3], channels[3] / 255)
+            return tuple(channels)
+        return None
+    if value.startswith(("rgb(", "rgba(")) and value.endswith(")"):
+        parts = [p for p in re.split(r"[\s,/]+", value[value.index("(") + 1 : -1]) if p]
+        try:
+            numbers = [
+                float(p[:-1]) * (2.55 if i < 3 else 0.01) if p.endswith("%") else float(p)
+                for i, p in enumerate(parts)
+            ]
+        except ValueError:
+            return None
+        if len(numbers) == 3:
+            return tuple(round(n) for n in numbers)
+        if len(numbers) == 4:
+            return (*(round(n) for n in numbers[:3]), numbers[3])
+    return None
+
+
+def _invisible_colour(colour: tuple[float, ...] | None) -> bool:
+    return colour is not None and len(colour) == 4 and colour[3] <= 0.05
+
+
+def _background(style: dict[str, str]) -> tuple[float, ...] | None:
+    if "background-color" in style:
+        return _colour(style["background-color"])
+    value = style.get("background")
+    if value is None or "url(" in value:
+        return None
+    return _colour(value.split()[0]) if len(value.split()) == 1 else _colour(value.split()[-1])
+
+
+def _hides(style: dict[str, str]) -> bool:
+    """Whether these declarations alone hide an element's content from a reader."""
+    get = style.get
+    if get("display") == "none" or get("visibility") in ("hidden", "collapse"):
+        return True
+    opacity = _length(get("opacity", "1"))
+    if opacity is not None and opacity[0] <= (5.0 if opacity[1] == "%" else 0.05):
+        return True
+    if _tiny(get("font-size")):
+        return True
+    if _invisible_colour(_colour(get("color"))):
+        return True
+    clip = get("clip", "")
+    if clip.startswith("rect("):
+        numbers = [n for n in (_length(p) for p in re.split(r"[\s,]+", clip[5:].rstrip(")")) if p) if n]
+        if len(numbers) == 4 and (
+            abs(numbers[2][0] - numbers[0][0]) <= 1 or abs(numbers[1][0] - numbers[3][0]) <= 1
+        ):
+            return True
+    clip_path = get("clip-path", "")
+    if clip_path.startswith("inset("):
+        first = _length(clip_path[6:].rstrip(")").split()[0]) if clip_path[6:].rstrip(")").split() else None
+        if first is not None and first[1] == "%" and first[0] >= 50:
+            return True
+    if clip_path.startswith(("circle(0", "ellipse(0")):
+        return True
+    if get("overflow", get("overflow-x", get("overflow-y", ""))) in ("hidden", "clip") and any(
+        _tiny(get(name)) for name in ("width", "height", "max-width", "max-height")
+    ):
+        return True
+    transform = get("transform", "")
+    if re.search(r"scale[xy]?\(\s*0(?:\.0*)?\s*[,)]", transform):
+        return True
+    if get("position") in ("absolute", "fixed") and any(
+        _far_off(get(side)) for side in ("left", "top", "right", "bottom")
+    ):
+        return True
+    return any(_far_off(get(name)) for name in ("text-indent", "margin-left", "margin-top"))
+
+
+@dataclass(slots=True)
+class _ClassRules:
+    """The simple-selector rules of a page's ``<style>`` blocks, indexed by class and id."""
+
+    by_key: dict[str, list[tuple[str | None, frozenset[str], str | None, dict[str, str]]]]
+
+    @classmethod
+    def of(cls, tree: Any) -> _ClassRules:
+        by_key: dict[str, list[tuple[str | None, frozenset[str], str | None, dict[str, str]]]] = {}
+        for style in tree.iter("style"):
+            for selectors, block in _css_rules(style.text_content() or ""):
+                declarations = _declarations(block)
+                if not declarations:
+                    continue
+                for selector in selectors.split(","):
+                    match = _SIMPLE_SELECTOR.fullmatch(selector.strip())
+                    if match is None:
+                        continue
+                    parts = re.findall(r"[.#][\w-]+", match.group(2))
+                    classes = frozenset(p[1:] for p in parts if p[0] == ".")
+                    ids = [p[1:] for p in parts if p[0] == "#"]
+                    if len(ids) > 1:
+                        continue
+                    tag = match.group(1).lower() if match.group(1) else None
+                    rule = (tag, classes, ids[0] if ids else None, declarations)
+                    key = f"#{ids[0]}" if ids else f".{min(classes)}"
+                    by_key.setdefault(key, []).append(rule)
+        return cls(by_key)
+
+    def style(self, element: Any) -> dict[str, str]:
+        """The declarations of every matching rule, in source order (later rules win)."""
+        if not self.by_key:
+            return {}
+        classes = frozenset((element.get("class") or "").split())
+        ident = element.get("id")
+        keys = [f".{c}" for c in classes] + ([f"#{ident}"] if ident else [])
+        merged: dict[str, str] = {}
+        for key in keys:
+            for tag, needed, rule_id, declarations in self.by_key.get(key, ()):
+                if (tag is None or tag == element.tag) and needed <= classes and rule_id in (None, ident):
+                    merged.update(declarations)
+        return merged
 
 
 def _drop_hidden(tree: Any) -> int:
+    """Drop the elements a reader does not see (see the module docstring); returns how many went."""
+    rules = _ClassRules.of(tree)
     removed = 0
-    for element in list(tree.xpath(_HIDDEN_XPATH)):
-        if element.getparent() is None:
-            continue
-        if (
-            element.tag != "template"
-            and element.get("hidden") is None
-            and element.get("aria-hidden") != "true"
-        ):
-            if not _HIDDEN_STYLE.search(element.get("style") or ""):
+    stack: list[tuple[Any, tuple[float, ...] | None]] = [(tree, None)]
+    while stack:
+        parent, background = stack.pop()
+        for element in list(parent):
+            if not isinstance(element.tag, str):
                 continue
-        element.drop_tree()
-        removed += 1
+            tag = element.tag.lower()
+            if tag in ("style", "script"):
+                continue
+            declared = rules.style(element)
+            inline = element.get("style")
+            if inline:
+                declared = {**declared, **_declarations(inline)}
+            own_background = _background(declared)
+            colour = _colour(declared.get("color"))
+            here = own_background if own_background is not None and len(own_background) == 3 else background
+            if (
+                tag == "template"
+                or element.get("hidden") is not None
+                or (element.get("aria-hidden") or "").strip().lower() == "true"
+                or (declared and _hides(declared))
+                or (colour is not None and here is not None and colour[:3] == here[:3] and len(colour) == 3)
+            ):
+                element.drop_tree()
+                removed += 1
+                continue
+            if tag == "details" and element.get("open") is None:
+                summary_seen = False
+                element.text = None
+                for child in list(element):
+                    if isinstance(child.tag, str) and child.tag.lower() == "summary" and not summary_seen:
+                        summary_seen = True
+                        stack.append((child, here))
+                        continue
+                    if isinstance(child.tag, str):
+                        removed += 1
+                    child.tail = None
+                    element.remove(child)
+                continue
+            stack.append((element, here))
     return removed
 
 
 def extract_page(html: str, url: str, *, content_type: str = "text/html") -> ExtractedPage:
     """Extract the main text and metadata of a page (blocking: call it in a worker thread).
 
-    ``text/plain`` is taken as it is. HTML goes through trafilatura; when trafilatura finds no main
+    ``text/plain`` is taken as it is. HTML is first cut to the extraction budget (:func:`bound_html`)
+    and cleared of hidden elements, then goes through trafilatura; when trafilatura finds no main
     text the visible text of the body is used instead (``method="plain"``), so a short page still
     yields something rather than nothing.
     """
     if content_type == "text/plain":
-        cleaned = strip_hidden(html[:MAX_HTML_CHARS])
+        cut = len(html) > MAX_TEXT_CHARS
+        cleaned = strip_hidden(scrub_surrogates(html[:MAX_TEXT_CHARS]))
         return ExtractedPage(
-            url=url, text=_tidy(cleaned.text), hidden_removed=cleaned.removed, method="plain"
+            url=url, text=_tidy(cleaned.text), hidden_removed=cleaned.removed, method="plain", truncated=cut
         )
     import trafilatura
 
-    source = html[:MAX_HTML_CHARS]
+    source, truncated = bound_html(html)
     try:
         # bytes with an explicit codec: lxml would read undeclared bytes as Latin-1
         tree = lxml.html.document_fromstring(source.encode("utf-8", "replace"), parser=_PARSER)
     except (etree.ParserError, ValueError):
-        return ExtractedPage(url=url, text="", method="plain")
+        return ExtractedPage(url=url, text="", method="plain", truncated=truncated)
     hidden_elements = _drop_hidden(tree)
     document = trafilatura.bare_extraction(
         tree,
@@ -111,18 +397,21 @@ def extract_page(html: str, url: str, *, content_type: str = "text/html") -> Ext
         if not title:
             found = tree.find(".//title")
             title = (found.text_content() if found is not None else "").strip()
-    cleaned = strip_hidden(text)
+    if len(text) > MAX_TEXT_CHARS:
+        text, truncated = text[:MAX_TEXT_CHARS], True
+    cleaned = strip_hidden(scrub_surrogates(text))
     return ExtractedPage(
         url=url,
-        title=" ".join(strip_hidden(title).text.split())[:500],
-        site=site[:200],
-        date=date,
-        author=author[:200] if author else None,
-        language=language,
+        title=" ".join(strip_hidden(scrub_surrogates(title)).text.split())[:500],
+        site=scrub_surrogates(site)[:200],
+        date=scrub_surrogates(date) if date else None,
+        author=scrub_surrogates(author)[:200] if author else None,
+        language=scrub_surrogates(language) if language else None,
         text=_tidy(cleaned.text),
         hidden_removed=cleaned.removed,
         hidden_elements_removed=hidden_elements,
         method=method,
+        truncated=truncated,
     )
 
 

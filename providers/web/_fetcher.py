@@ -13,6 +13,11 @@ Every page URL comes from the web (a search result, a redirect), so nothing abou
   *decoded* bytes counted, with gzip/deflate decompressed here in bounded steps, so a gzip bomb stops
   at the cap instead of filling memory.
 * **Time.** httpx's per-request timeouts, plus one total deadline over robots.txt, redirects and body.
+* **Failure.** Whatever a server does (a redirect to ``javascript:``, a body cut short, a malformed
+  chunk, a reset, a stall), :meth:`SafeFetcher.fetch` raises a :class:`FetchError` for that page and
+  nothing else, so one hostile page never costs the other pages their evidence.
+* **Charset.** A declared charset (HTTP header, then ``<meta charset>``) wins, as in browsers: bytes
+  that are invalid in it become U+FFFD and a note says how many; only an undeclared page is detected.
 * **Manners.** robots.txt is honoured by default (RFC 9309: 4xx means allowed, 5xx or unreachable means
   disallowed), a clear User-Agent is sent, and a capacity limiter bounds concurrent fetches.
 """
@@ -20,6 +25,7 @@ Every page URL comes from the web (a search result, a redirect), so nothing abou
 from __future__ import annotations
 
 import codecs
+import contextlib
 import functools
 import ipaddress
 import re
@@ -36,7 +42,7 @@ from urllib.robotparser import RobotFileParser
 
 import anyio
 import httpx
-from simone.providers.web._types import FetchedPage, FetchError
+from simone.providers.web._types import FetchedPage, FetchError, scrub_surrogates
 from simone.runtime import ConfigError, WebSettings
 
 Resolver = Callable[[str, int], Awaitable[Sequence[str]]]
@@ -300,39 +306,88 @@ class _Decoder:
 
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_\-:.]+)""", re.IGNORECASE)
 
+_NOT_WEB_CODECS = frozenset(
+    {
+        "unicode-escape",
+        "raw-unicode-escape",
+        "unicode-internal",
+        "idna",
+        "punycode",
+        "undefined",
+        "mbcs",
+        "oem",
+    }
+)
+"""Python codecs that are no web charset (escape codecs would turn ``\\ud800`` text into surrogates)."""
+
+_BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
+
+
+def _web_codec(label: str) -> str | None:
+    """The Python codec for a charset label, or ``None`` when it is unknown or not a text charset."""
+    try:
+        name = codecs.lookup(label.strip().strip("\"'")).name
+        b"".decode(name)  # bytes-to-bytes codecs (base64, rot13…) raise LookupError here
+    except (LookupError, ValueError):
+        return None
+    return None if name.replace("_", "-") in _NOT_WEB_CODECS else name
+
+
+def _decode_declared(body: bytes, codec: str, source: str) -> tuple[str, str, str | None]:
+    try:
+        return body.decode(codec), codec, None
+    except UnicodeDecodeError:
+        pass
+    text = body.decode(codec, errors="replace")
+    bad = text.count("\ufffd") - body.decode(codec, errors="ignore").count("\ufffd")
+    return text, codec, f"{bad} byte sequence(s) invalid in the {source} charset {codec} were replaced"
+
 
 def decode_body(body: bytes, declared: str | None) -> tuple[str, str, str | None]:
-    """Decode ``body``: declared charset, then ``<meta charset>``, then UTF-8, then detection.
+    """Decode ``body``: byte order mark, declared charset, ``<meta charset>``, then UTF-8, then detection.
 
-    Returns ``(text, codec, note)``; ``note`` says when the declared charset was missing or unusable.
+    A declared charset wins even when some bytes are invalid in it (they become U+FFFD, as in
+    browsers): one bad byte must not turn a whole UTF-8 page into mojibake by detection. Lone
+    surrogates never come out.
+
+    Returns ``(text, codec, note)``; ``note`` says when the declared charset was missing, unusable or
+    had to replace bytes.
     """
+    text, codec, note = _decode(body, declared)
+    return scrub_surrogates(text), codec, note
+
+
+def _decode(body: bytes, declared: str | None) -> tuple[str, str, str | None]:
+    for bom, bom_codec in _BOMS:
+        if body.startswith(bom):
+            return _decode_declared(body[len(bom) :], bom_codec, "byte-order-mark")
     note: str | None = None
-    candidates: list[str] = []
     if declared:
-        try:
-            candidates.append(codecs.lookup(declared.strip().strip("\"'")).name)
-        except LookupError:
-            note = f"the declared charset {declared[:40]!r} is unknown"
+        codec = _web_codec(declared)
+        if codec is not None:
+            return _decode_declared(body, codec, "declared")
+        note = f"the declared charset {declared[:40]!r} is unknown"
     meta = _META_CHARSET.search(body[:4096])
     if meta:
-        try:
-            candidates.append(codecs.lookup(meta.group(1).decode("ascii", "replace")).name)
-        except LookupError:
-            note = note or "the page's <meta charset> is unknown"
-    candidates.append("utf-8")
-    for codec in dict.fromkeys(candidates):
-        try:
-            return body.decode(codec), codec, note
-        except (UnicodeDecodeError, LookupError):
-            continue
+        label = meta.group(1).decode("ascii", "replace")
+        codec = _web_codec(label)
+        if codec is not None:
+            if codec.startswith("utf-16"):  # an ASCII-readable <meta> cannot be UTF-16 (WHATWG)
+                codec = "utf-8"
+            text, codec, replaced = _decode_declared(body, codec, "<meta>")
+            return text, codec, note or replaced
+        note = note or "the page's <meta charset> is unknown"
+    try:
+        return body.decode("utf-8"), "utf-8", note
+    except UnicodeDecodeError:
+        pass
     from charset_normalizer import from_bytes
 
     best = from_bytes(body[:200_000]).best()
     if best is not None and best.encoding:
-        codec = codecs.lookup(best.encoding).name
+        codec = _web_codec(best.encoding) or "utf-8"
         return body.decode(codec, errors="replace"), codec, (note or "charset detected from the bytes")
-    codec = candidates[0]
-    return body.decode(codec, errors="replace"), codec, (note or "undecodable bytes were replaced")
+    return body.decode("utf-8", errors="replace"), "utf-8", (note or "undecodable bytes were replaced")
 
 
 class SafeFetcher:
@@ -429,6 +484,12 @@ class SafeFetcher:
                 if exc.kind == "forbidden":
                     self.stats.refused += 1
                 raise
+            except Exception as exc:  # whatever a server provokes fails this page only
+                raise FetchError(
+                    "invalid_content",
+                    f"fetching from {target.host} failed unexpectedly ({type(exc).__name__}: {exc})",
+                    url=url,
+                ) from exc
             finally:
                 self.stats.in_flight -= 1
             self.stats.bytes_read += page.bytes_read
@@ -488,6 +549,14 @@ class SafeFetcher:
         self.stats.requests += 1
         try:
             return await client.send(request, stream=True, follow_redirects=False)
+        except httpx.InvalidURL as exc:
+            # httpx prepares the next request of a redirect even when it does not follow it, and a
+            # Location such as javascript:, data: or mailto: cannot be made into one.
+            raise FetchError(
+                "blocked_url",
+                f"{target.host} redirected to a location that is not an http(s) URL ({exc}); not followed",
+                url=str(target),
+            ) from exc
         except httpx.TimeoutException as exc:
             raise FetchError(
                 "timeout", f"{target.host} timed out ({type(exc).__name__})", url=str(target)
@@ -520,7 +589,13 @@ class SafeFetcher:
                         raise FetchError(
                             "http_status", f"{current.host} redirected without a Location", url=url
                         )
-                    current = check_url(urljoin(str(current), location))
+                    try:
+                        joined = urljoin(str(current), location)
+                    except ValueError as exc:
+                        raise FetchError(
+                            "blocked_url", f"{current.host} redirected to a malformed location", url=url
+                        ) from exc
+                    current = check_url(joined)
                     hops.append(str(current))
                     if robots:  # a redirect to another site is subject to that site's robots.txt
                         await self._check_robots(client, current)
@@ -534,7 +609,8 @@ class SafeFetcher:
                     )
                 return await self._read(response, url, current, hops, max_bytes, allowed_types)
             finally:
-                await response.aclose()
+                with contextlib.suppress(httpx.HTTPError, OSError):  # a broken stream closes as it can
+                    await response.aclose()
         raise FetchError(
             "too_many_redirects",
             f"more than {self.policy.max_redirects} redirects from {target.host}",
@@ -570,15 +646,30 @@ class SafeFetcher:
         decoder = _Decoder(response.headers.get("content-encoding", ""), url)
         body = bytearray()
         raw_read = 0
-        async for chunk in response.aiter_raw():
-            raw_read += len(chunk)
-            body += decoder.feed(chunk, max_bytes - len(body))
-            if len(body) > max_bytes or raw_read > max_bytes:
-                raise FetchError(
-                    "too_large",
-                    f"the page from {final.host} is larger than the {max_bytes:,}-byte cap",
-                    url=url,
-                )
+        try:
+            async for chunk in response.aiter_raw():
+                raw_read += len(chunk)
+                body += decoder.feed(chunk, max_bytes - len(body))
+                if len(body) > max_bytes or raw_read > max_bytes:
+                    raise FetchError(
+                        "too_large",
+                        f"the page from {final.host} is larger than the {max_bytes:,}-byte cap",
+                        url=url,
+                    )
+        except httpx.TimeoutException as exc:
+            raise FetchError(
+                "timeout", f"{final.host} stopped sending the body ({type(exc).__name__})", url=url
+            ) from exc
+        except httpx.RemoteProtocolError as exc:  # cut short, malformed chunks…
+            raise FetchError(
+                "invalid_content", f"the body from {final.host} is broken: {exc}", url=url
+            ) from exc
+        except httpx.HTTPError as exc:  # reset, or another transport failure mid-body
+            raise FetchError(
+                "unreachable",
+                f"the connection to {final.host} broke while reading the body ({type(exc).__name__})",
+                url=url,
+            ) from exc
         data = bytes(body)
         if not media_type:
             head = data[:512].lstrip().lower()

@@ -1,17 +1,25 @@
-"""The web search provider: researcher-only, cached, with page fetches and passage selection."""
+"""The web search provider: researcher-only, cached, with page fetches and passage selection.
+
+Time: the provider works within the tighter of the context's deadline and the deadline of the scope
+it runs in (the router's per-provider timeout), keeps a reserve to rank and assemble, and gives each
+page its share of the rest; a page that fails or runs out of time is a per-page failure, and the
+other pages' evidence is returned.
+"""
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from typing import Any
 
 import anyio
 from simone.providers.web._extract import rank_passages, split_passages
-from simone.providers.web._searcher import PageOutcome, WebSearcher
+from simone.providers.web._searcher import PageOutcome, WebSearcher, failure_from
 from simone.runtime import (
     CONTAINMENT_VERSION,
     AccessDenied,
+    CacheSession,
     Caller,
     Evidence,
     Freshness,
@@ -32,6 +40,9 @@ from simone.runtime import (
     normalize_url,
     strip_hidden,
 )
+
+FINISH_RESERVE_S = 1.0
+"""At most this much of the time left is kept to rank passages and assemble the answer."""
 
 WEB_CALLERS = frozenset({Caller.RESEARCHER, Caller.RESEARCH_WORKFLOW})
 """The only callers that may search the web (DESIGN.md): the researcher and the research workflow."""
@@ -58,6 +69,24 @@ def check_web_caller(context: TrustedContext, provider: str = "web") -> None:
             "delegate the question to a researcher child session",
             provider=provider,
         )
+
+
+def seconds_left(context: TrustedContext) -> float | None:
+    """Seconds before the tighter of the context's deadline and the enclosing cancel scope's.
+
+    ``None`` when neither has one. The router runs a provider under ``anyio.fail_after``; reading
+    that deadline lets work be cut short *before* the router cancels it and every result is lost.
+    """
+    left = context.remaining_s()
+    scope = anyio.current_effective_deadline() - anyio.current_time()
+    if math.isfinite(scope):
+        left = max(0.0, scope) if left is None else min(left, max(0.0, scope))
+    return left
+
+
+def finish_reserve(left: float | None) -> float:
+    """The part of ``left`` seconds kept to finish (rank, assemble): a fifth, at most one second."""
+    return 0.0 if left is None else min(FINISH_RESERVE_S, left * 0.2)
 
 
 def error_from_failures(failures: Sequence[ProviderFailure], provider: str) -> ProviderError:
@@ -175,13 +204,14 @@ class WebSearchProvider:
             )
         started = time.perf_counter()
         session = self.cache.session()
-        remaining = context.remaining_s()
+        remaining = seconds_left(context)
+        reserve = finish_reserve(remaining)
         outcome = await self.searcher.search(
             request.query,
             count=min(request.limit, self.max_results),
             cache=session,
             freshness=self.freshness,
-            timeout_s=remaining,
+            timeout_s=None if remaining is None else max(0.0, remaining - reserve),
         )
         if outcome.page is None:
             raise error_from_failures(outcome.failures, self._name)
@@ -196,10 +226,9 @@ class WebSearchProvider:
         pages: dict[str, PageOutcome] = {}
 
         async def fetch(url: str) -> None:
-            left = context.remaining_s()
-            pages[url] = await self.searcher.fetch_page(
-                url, cache=session, freshness=self.freshness, timeout_s=left
-            )
+            left = seconds_left(context)
+            share = None if left is None else max(0.0, left - reserve)
+            pages[url] = await self._page(url, session, share)
 
         async with anyio.create_task_group() as group:
             for hit in hits[: self.fetch_top]:
@@ -268,4 +297,25 @@ class WebSearchProvider:
                 "cache": session.stats().model_dump(),
                 "elapsed_ms": (time.perf_counter() - started) * 1000,
             },
+        )
+
+    async def _page(self, url: str, session: CacheSession, share: float | None) -> PageOutcome:
+        """One page within ``share`` seconds; anything it raises or a timeout is its failure alone."""
+        with anyio.move_on_after(share):
+            try:
+                return await self.searcher.fetch_page(
+                    url, cache=session, freshness=self.freshness, timeout_s=share
+                )
+            except Exception as exc:  # noqa: BLE001 - one page must not cost the others their evidence
+                bug = ProviderError(
+                    f"the page failed unexpectedly ({type(exc).__name__}: {exc})", provider="web-fetch"
+                )
+                return PageOutcome(
+                    url=url, page=None, failure=failure_from(bug, "web-fetch", "fetch"), reason="error"
+                )
+        late = ProviderTimeout(
+            f"the page was not read within its {share or 0:.1f} s share of the deadline", provider="web-fetch"
+        )
+        return PageOutcome(
+            url=url, page=None, failure=failure_from(late, "web-fetch", "fetch"), reason="timeout"
         )

@@ -4,6 +4,10 @@
 across the configured backends (first that answers wins; every failure recorded), one page fetched
 safely and reduced to its main text. Both go through the research cache's run-local session; failed
 searches and fetches are never cached, partial ones never persisted as complete.
+
+Every page outcome is a value: whatever the fetch or the extraction of one page raises or however
+long it takes, :meth:`WebSearcher.fetch_page` returns a :class:`PageOutcome` with the failure, and
+its ``timeout_s`` bounds the fetch *and* the extraction together.
 """
 
 from __future__ import annotations
@@ -175,8 +179,14 @@ class WebSearcher:
         freshness: Freshness = Freshness.AUTO,
         timeout_s: float | None = None,
     ) -> PageOutcome:
-        """Fetch and extract ``url`` (cache first, keyed by the normalised URL); failures are values."""
+        """Fetch and extract ``url`` (cache first, keyed by the normalised URL); failures are values.
+
+        ``timeout_s`` bounds the fetch and the extraction together (the fetcher's own total timeout
+        at most); past it the page is a ``timeout`` failure. An extraction that overruns is abandoned
+        (its worker thread ends on its own, bounded by the extraction budget).
+        """
         started = time.perf_counter()
+        deadline = None if timeout_s is None else anyio.current_time() + max(0.0, timeout_s)
         outcome = PageOutcome(url=url, page=None)
         key = page_cache_key(url)
         lookup = await cache.get("page", key, freshness)
@@ -198,28 +208,56 @@ class WebSearcher:
             outcome.failure, outcome.reason = failure_from(error, "web-fetch", "fetch"), "not_configured"
             return outcome
         try:
-            fetched = await self.fetcher.fetch(url, timeout_s=timeout_s)
-        except FetchError as exc:
-            outcome.failure = failure_from(exc, "web-fetch", "fetch", (time.perf_counter() - started) * 1000)
-            outcome.reason = exc.reason
-            outcome.elapsed_ms = (time.perf_counter() - started) * 1000
-            return outcome
-        try:
-            page = await anyio.to_thread.run_sync(
-                lambda: extract_page(fetched.text, fetched.final_url, content_type=fetched.content_type),
-                limiter=self._extract_limiter,
+            # the fetcher's own deadline starts once it has a connection slot; this one includes the wait
+            with anyio.fail_after(None if deadline is None else deadline - anyio.current_time() + 0.05):
+                fetched = await self.fetcher.fetch(url, timeout_s=timeout_s)
+        except TimeoutError:
+            waited = FetchError(
+                "timeout",
+                f"the page was not fetched within its {timeout_s or 0:.1f} s share of the deadline",
+                url=url,
             )
+            return self._failed(outcome, waited, started)
+        except Exception as exc:  # noqa: BLE001 - whatever one page raises, it fails alone
+            failed = (
+                exc
+                if isinstance(exc, FetchError)
+                else FetchError(
+                    "invalid_content", f"the page could not be fetched ({type(exc).__name__}: {exc})", url=url
+                )
+            )
+            return self._failed(outcome, failed, started)
+        left = None if deadline is None else deadline - anyio.current_time()
+        try:
+            with anyio.fail_after(left):
+                page = await anyio.to_thread.run_sync(
+                    lambda: extract_page(fetched.text, fetched.final_url, content_type=fetched.content_type),
+                    limiter=self._extract_limiter,
+                    abandon_on_cancel=True,
+                )
+        except TimeoutError:
+            late = FetchError(
+                "timeout",
+                f"extracting the page took longer than its {timeout_s or 0:.1f} s share of the deadline",
+                url=url,
+            )
+            return self._failed(outcome, late, started)
         except Exception as exc:  # noqa: BLE001 - a page that breaks the extractor fails alone, not the run
             broken = FetchError(
                 "invalid_content", f"the page could not be extracted ({type(exc).__name__}: {exc})", url=url
             )
-            outcome.failure, outcome.reason = failure_from(broken, "web-fetch", "fetch"), broken.reason
-            outcome.elapsed_ms = (time.perf_counter() - started) * 1000
-            return outcome
+            return self._failed(outcome, broken, started)
         outcome.page, outcome.final_url, outcome.charset_note = page, fetched.final_url, fetched.charset_note
         # A page with no main text is still an honest answer about that page, so it is cached.
         await cache.put("page", key, page.to_cache(), ttl_s=self.page_ttl_s)
         if fetched.final_url != url:
             await cache.put("page", page_cache_key(fetched.final_url), page.to_cache(), ttl_s=self.page_ttl_s)
         outcome.elapsed_ms = (time.perf_counter() - started) * 1000
+        return outcome
+
+    @staticmethod
+    def _failed(outcome: PageOutcome, error: FetchError, started: float) -> PageOutcome:
+        elapsed = (time.perf_counter() - started) * 1000
+        outcome.failure = failure_from(error, "web-fetch", "fetch", elapsed)
+        outcome.reason, outcome.elapsed_ms = error.reason, elapsed
         return outcome

@@ -2,10 +2,24 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from simone.runtime import FailureKind, ProviderError
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def scrub_surrogates(text: str) -> str:
+    r"""``text`` with every lone surrogate replaced by U+FFFD (halves of a pair are joined first).
+
+    Web text can carry them (a JSON ``"\ud800"`` escape, a page declaring an escape codec); they
+    cannot be encoded as UTF-8, so one would break every later write (cache, logs, MCP answers).
+    """
+    if not _SURROGATE.search(text):
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 class _Frozen(BaseModel):
@@ -142,6 +156,8 @@ class ExtractedPage(_Frozen):
         hidden_elements_removed: HTML elements hidden from readers (``display:none``, ``hidden``…)
             dropped before extraction.
         method: how the text was obtained (``trafilatura`` or ``plain``).
+        truncated: the page was over the extraction budget (characters or elements) and only its
+            beginning was read.
     """
 
     url: str
@@ -154,6 +170,7 @@ class ExtractedPage(_Frozen):
     hidden_removed: Annotated[int, Field(ge=0)] = 0
     hidden_elements_removed: Annotated[int, Field(ge=0)] = 0
     method: Literal["trafilatura", "plain"] = "trafilatura"
+    truncated: bool = False
 
     def to_cache(self) -> dict[str, Any]:
         """The JSON form stored in the page cache."""

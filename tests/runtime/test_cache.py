@@ -231,3 +231,45 @@ def test_opening_sweeps_at_most_once_per_interval(tmp_path: Path) -> None:
         return kept, swept
 
     assert run(main) == (CacheStatus.STALE, CacheStatus.MISS)
+
+
+def test_lone_surrogates_are_stored_as_replacement_characters(tmp_path: Path) -> None:
+    """Issue 15 (6): valid JSON "\\ud800" from a search result crashed the cache write (SQLite and
+    UTF-8 cannot take a lone surrogate)."""
+    value = {"title": "bad \ud800 title", "url": "https://x.test/\udfff", "\udc80key": ["\ud83d\ude00"]}
+
+    async def main() -> tuple[bool, object, object, CacheStats]:
+        async with ResearchCache(tmp_path) as cache:
+            session = cache.session()
+            written = await session.put("search", "q\ud800", value, ttl_s=60)
+            await session.put("page", page_cache_key("https://x.test/\ud800"), value, ttl_s=60)
+            stats = session.stats()
+        async with ResearchCache(tmp_path) as cache:
+            later = cache.session()
+            found = await later.get("search", "q\ud800", Freshness.AUTO)
+            page = await later.get("page", page_cache_key("https://x.test/\ud800"), Freshness.AUTO)
+        return written, found.value, page.value, stats
+
+    written, found, page, stats = run(main)
+    assert written and stats.writes == 2 and stats.write_errors == 0
+    expected = {"title": "bad \ufffd title", "url": "https://x.test/\ufffd", "\ufffdkey": ["\U0001f600"]}
+    assert found == expected and page == expected
+
+
+def test_a_refused_write_is_counted_not_raised(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sqlite3
+
+    async def refuse(self: ResearchCache, key: str, entry: CacheEntry) -> None:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    async def main() -> tuple[bool, CacheStatus, CacheStats]:
+        async with ResearchCache(tmp_path) as cache:
+            monkeypatch.setattr(ResearchCache, "store", refuse)
+            session = cache.session()
+            written = await session.put("page", "k", {"text": "kept"}, ttl_s=60)
+            status = (await session.get("page", "k", Freshness.AUTO)).status
+            return written, status, session.stats()
+
+    written, status, stats = run(main)
+    assert not written and status is CacheStatus.HIT, "the run still has its value"
+    assert stats.write_errors == 1 and stats.writes == 0

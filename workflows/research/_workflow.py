@@ -35,6 +35,7 @@ from simone.providers.web import (
     web_evidence,
     with_instruction_flags,
 )
+from simone.providers.web._provider import finish_reserve, seconds_left
 from simone.runtime import (
     AccessDenied,
     Analyzer,
@@ -367,12 +368,26 @@ class WebResearch:
         state.fetches_used += len(candidates)
 
         async def one(source: _SourceState) -> None:
-            source.page = await self.searcher.fetch_page(
-                source.url,
-                cache=state.session,
-                freshness=state.request.freshness,
-                timeout_s=context.remaining_s(),
-            )
+            # each page gets the time left, less a reserve to assemble the answer; whatever one
+            # page raises is that page's failure (the searcher already returns failures as values)
+            left = seconds_left(context)
+            share = None if left is None else max(0.0, left - finish_reserve(left))
+            try:
+                source.page = await self.searcher.fetch_page(
+                    source.url, cache=state.session, freshness=state.request.freshness, timeout_s=share
+                )
+            except Exception as exc:  # noqa: BLE001 - one page must not cost the run its other pages
+                source.page = PageOutcome(
+                    url=source.url,
+                    page=None,
+                    failure=ProviderFailure(
+                        provider="web-fetch",
+                        kind="error",
+                        message=f"the page failed unexpectedly ({type(exc).__name__}: {exc})",
+                        leg="fetch",
+                    ),
+                    reason="error",
+                )
 
         try:
             async with anyio.create_task_group() as group:

@@ -81,3 +81,82 @@ def test_split_never_loses_words(text: str) -> None:
 @pytest.mark.parametrize("charset_html", ["<meta charset='utf-8'><p>naïve café</p>", "<p>naïve café</p>"])
 def test_non_ascii_survives(charset_html: str) -> None:
     assert "naïve café" in extract_page(f"<html><body>{charset_html}</body></html>", "https://x.test/").text
+
+
+HIDDEN_TRICKS = {
+    "class rule": '<p class="x-off">SECRET-class</p>',
+    "id rule": '<p id="gone">SECRET-id</p>',
+    "tag.class rule": '<span class="ghost big">SECRET-tagclass</span>',
+    "off-screen": '<p style="position:absolute; left:-9999px">SECRET-offscreen</p>',
+    "text-indent": '<p style="text-indent:-10000px">SECRET-indent</p>',
+    "white on white": '<div style="background:#fff"><p style="color:#FFFFFF">SECRET-white</p></div>',
+    "same colour named": '<p style="color:white;background-color:rgb(255,255,255)">SECRET-named</p>',
+    "transparent": '<p style="color:transparent">SECRET-transparent</p>',
+    "clip": '<p style="position:absolute;clip:rect(0 0 0 0)">SECRET-clip</p>',
+    "clip-path": '<p style="clip-path: inset(50%)">SECRET-clippath</p>',
+    "one pixel": '<p style="width:1px;height:1px;overflow:hidden">SECRET-pixel</p>',
+    "opacity 0": '<p style="opacity:0">SECRET-opacityzero</p>',
+    "opacity 0.01": '<p style="opacity: 0.01">SECRET-opacity001</p>',
+    "visibility": '<p style="visibility:hidden">SECRET-visibility</p>',
+    "display none": '<p style="DISPLAY: none !important">SECRET-display</p>',
+    "font size": '<p style="font-size:0px">SECRET-fontsize</p>',
+    "scale": '<p style="transform:scale(0)">SECRET-scale</p>',
+    "hidden attribute": "<p hidden>SECRET-hiddenattr</p>",
+    "aria-hidden": '<p aria-hidden="true">SECRET-aria</p>',
+    "closed details": "<details><summary>More about the lake</summary><p>SECRET-details</p></details>",
+}
+
+VISIBLE = [
+    "Lake Varnholm is a glacial lake in the Norrland highlands, fed by three mountain streams.",
+    "The lake has a maximum depth of 212 metres, the deepest lake of the highlands.",
+    "Its shores are covered by pine forest, and the lake freezes from December to April.",
+    "A ferry crosses the lake twice a day in summer, and trails follow the eastern shore.",
+]
+
+
+def test_hidden_text_tricks_are_dropped_visible_text_kept() -> None:
+    """Issue 15 (13): hidden text via CSS classes, off-screen positioning, white-on-white, clip,
+    1px boxes, opacity, visibility, display, hidden/aria-hidden and closed <details> survived."""
+    style = (
+        "<style>/* site */ .x-off { display: none } #gone{visibility:hidden} span.ghost{opacity:0}"
+        " @media print { .shown { display:none } } .shown { color: #333 }</style>"
+    )
+    tricks = "".join(
+        f"<p>{VISIBLE[i % len(VISIBLE)]}</p>{html}" for i, html in enumerate(HIDDEN_TRICKS.values())
+    )
+    html = (
+        f"<html><head><title>Lake Varnholm</title>{style}</head><body><article><h1>Lake Varnholm</h1>"
+        f'{tricks}<p class="shown">The visitor centre rents canoes and fishing gear to visitors.</p>'
+        "<details open><summary>Open part</summary><p>An open details block is read.</p></details>"
+        "</article></body></html>"
+    )
+    page = extract_page(html, "https://x.test/lake")
+    markers = {
+        name: "SECRET-" + trick.split("SECRET-")[1].split("<")[0] for name, trick in HIDDEN_TRICKS.items()
+    }
+    survivors = [name for name, marker in markers.items() if marker in page.text]
+    assert survivors == [], f"hidden text survived: {survivors}"
+    assert "SECRET" not in page.text
+    for line in VISIBLE:
+        assert line in page.text
+    assert "visitor centre rents canoes" in page.text, "an @media rule is not applied"
+    assert "An open details block is read." in page.text
+    assert page.hidden_elements_removed >= len(HIDDEN_TRICKS)
+
+
+def test_heavy_pages_are_cut_to_the_extraction_budget() -> None:
+    """Issue 15 (5): a 5 MB page of 200k links took 13 s and +626 MB to extract; 120k paragraphs 16 s."""
+    import time
+
+    from simone.providers.web._extract import MAX_ELEMENTS, bound_html
+
+    links = "<html><body>" + "".join(f'<a href="/p{i}">l{i}</a>' for i in range(200_000)) + "</body></html>"
+    paragraphs = "<html><body>" + "".join(f"<p>para {i} text</p>" for i in range(120_000)) + "</body></html>"
+    for html in (links, paragraphs):
+        bounded, cut = bound_html(html)
+        assert cut and bounded.count("<") <= 2 * MAX_ELEMENTS + 2
+        started = time.perf_counter()
+        page = extract_page(html, "https://x.test/")
+        assert page.truncated and time.perf_counter() - started < 8
+    small = "<html><body><p>short</p></body></html>"
+    assert bound_html(small) == (small, False) and not extract_page(small, "https://x.test/").truncated

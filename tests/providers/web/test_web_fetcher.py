@@ -1,11 +1,13 @@
 from __future__ import annotations
 
+import codecs
 import gzip
 import ipaddress
 import time
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx
@@ -378,3 +380,45 @@ async def test_unknown_encodings_and_corrupt_bodies_are_refused(
     )
     error = await refused(web, policy, corrupt)
     assert error.reason == "invalid_content"
+
+
+HOSTILE_REASONS = {
+    "redirect-javascript": "blocked_url",
+    "redirect-data": "blocked_url",
+    "redirect-mailto": "blocked_url",
+    "short-body": "invalid_content",
+    "bad-chunks": "invalid_content",
+    "reset": "unreachable",
+    "stall": "timeout",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(HOSTILE_REASONS))
+async def test_every_hostile_answer_is_a_fetch_error(hostile: Any, policy: FetchPolicy, kind: str) -> None:
+    """Issue 15 (4): a redirect to javascript:/data:/mailto: raised httpx.InvalidURL, a broken body raw
+    httpx errors; every one must be a FetchError of that page."""
+    quick = FetchPolicy(allowed_networks=policy.allowed_networks, request_timeout_s=1.0, total_timeout_s=1.5)
+    started = time.perf_counter()
+    async with SafeFetcher(quick) as fetcher:
+        with pytest.raises(FetchError) as info:
+            await fetcher.fetch(hostile.url(f"/{kind}"))
+    assert info.value.reason == HOSTILE_REASONS[kind], info.value.message
+    assert time.perf_counter() - started < 3
+
+
+def test_a_declared_charset_wins_with_replacement_characters() -> None:
+    """Issue 15 (12): one invalid byte in a UTF-8 page made the whole page decode as a detected
+    charset (mac-latin2, cp1250…), mangling every other character."""
+    words = "Żółć gęślą jaźń — naïve café, Varnholm’s “depth” is 212 m. " * 40
+    body = ("<html><body><p>" + words + "</p>").encode() + b"\xff" + "<p>Ende ü</p></body></html>".encode()
+    text, codec, note = decode_body(body, "utf-8")
+    assert codec == "utf-8" and words in text and "Ende ü" in text
+    assert text.count("\ufffd") == 1 and note and "1 byte" in note
+    # a <meta charset> is a declaration too
+    text, codec, note = decode_body(b'<meta charset="utf-8">' + body, None)
+    assert codec == "utf-8" and words in text and note
+    # escape codecs are no web charset: no lone surrogate can come out of a page
+    text, codec, _ = decode_body(b"<p>\\ud800 x</p>", "unicode_escape")
+    assert "\ud800" not in text and codec == "utf-8"
+    # a byte order mark says it all
+    assert decode_body(codecs.BOM_UTF8 + "été".encode(), "iso-8859-1")[:2] == ("été", "utf-8")

@@ -124,3 +124,150 @@ async def test_a_backend_bug_becomes_a_failure_and_the_next_backend_answers(
     assert outcome.page is not None and outcome.page.backend == "searxng"
     assert outcome.failures[0].provider == "broken" and outcome.failures[0].kind == "error"
     assert "KeyError" in outcome.failures[0].message
+
+
+HOSTILE_STATUS = {
+    "redirect-javascript": "blocked_url",
+    "redirect-data": "blocked_url",
+    "redirect-mailto": "blocked_url",
+    "short-body": "invalid_content",
+    "bad-chunks": "invalid_content",
+    "reset": "unreachable",
+    "stall": "timeout",
+}
+
+GOOD_PAGES = (
+    "lakes.test/varnholm",
+    "geography.test/nordic-lakes/varnholm-depth",
+    "science.test/varnholm-salinity",
+)
+
+
+def _results(web: LoopbackWeb, hostile: Any, kinds: Any) -> list[dict[str, str]]:
+    good = [p for p in web.pages if f"{p.host}{p.path}" in GOOD_PAGES]
+    results = [{"url": p.url, "title": p.title, "content": f"Lake Varnholm depth. {p.snippet}"} for p in good]
+    results += [
+        {
+            "url": hostile.url(f"/{kind}"),
+            "title": f"Varnholm {kind}",
+            "content": f"Lake Varnholm depth ({kind}).",
+        }
+        for kind in kinds
+    ]
+    return results
+
+
+async def test_hostile_pages_fail_alone_and_good_pages_keep_their_evidence(
+    web: LoopbackWeb, hostile: Any, tmp_path: Path
+) -> None:
+    """Issue 15 (4): one hostile page (javascript:/data:/mailto: redirect, short body, bad chunk,
+    reset, stall) raised out of the provider and every page's evidence was lost."""
+    results = _results(web, hostile, HOSTILE_STATUS)
+    web.set_search(lambda query, limit: results)
+    async with stack(web, tmp_path, request_timeout_s=1.0, total_timeout_s=1.5) as opened:
+        provider = WebSearchProvider(
+            opened.searcher, opened.cache, fetch_top=len(results), max_results=len(results)
+        )
+        response = await provider.retrieve(
+            RetrievalRequest.create("Lake Varnholm depth", limit=len(results)), ctx(Caller.RESEARCHER)
+        )
+    by_url = {e.locator: e for e in response.evidence}
+    fetched = [e for e in response.evidence if e.metadata["fetched"]]
+    assert len(fetched) == len(GOOD_PAGES), [e.metadata for e in response.evidence]
+    assert any("212 metres" in e.content for e in fetched)
+    for kind, status in HOSTILE_STATUS.items():
+        item = by_url[hostile.url(f"/{kind}")]
+        assert not item.metadata["fetched"] and item.metadata["fetch_status"] == status, (kind, item.metadata)
+    assert len([f for f in response.leg_failures if f.leg == "fetch"]) == len(HOSTILE_STATUS)
+    assert any("could not be fetched" in line for line in response.degraded)
+
+
+def _heavy_page() -> bytes:
+    links = "".join(f'<a href="/p{i}">l{i}</a>' for i in range(200_000))
+    return f"<html><head><title>Varnholm links</title></head><body>{links}</body></html>".encode()
+
+
+async def test_a_stalled_and_a_heavy_page_fit_the_routers_deadline(
+    web: LoopbackWeb, hostile: Any, tmp_path: Path
+) -> None:
+    """Issue 15 (5): without a context deadline, fetches got the fetcher's total (here 30 s) while the
+    router gave the provider its timeout; a 5 MB page of 200k links took 13 s to extract. The router
+    cancelled the provider and every page was lost."""
+    heavy = web.add_route("/links", Route(body=_heavy_page()), host="heavy.test")
+    results = _results(web, hostile, ["stall"])
+    results.append({"url": heavy, "title": "Varnholm links", "content": "Lake Varnholm depth links."})
+    web.set_search(lambda query, limit: results)
+    async with stack(
+        web, tmp_path, request_timeout_s=30.0, total_timeout_s=30.0, max_bytes=8 * 1024 * 1024
+    ) as opened:
+        provider = WebSearchProvider(
+            opened.searcher, opened.cache, fetch_top=len(results), max_results=len(results)
+        )
+        router = Router([provider], provider_timeout_s=6.0)
+        import time
+
+        started = time.perf_counter()
+        result = await router.retrieve(
+            RetrievalRequest.create("Lake Varnholm depth", providers=("web",), limit=len(results)),
+            ctx(Caller.RESEARCHER),
+        )
+        elapsed = time.perf_counter() - started
+    assert result.status in (Status.COMPLETE, Status.PARTIAL), result.failures
+    assert elapsed < 6.0
+    assert any("212 metres" in e.content for e in result.evidence)
+    stalled = [e for e in result.evidence if e.locator == hostile.url("/stall")]
+    assert stalled and stalled[0].metadata["fetch_status"] == "timeout"
+    assert hostile.url("/stall") in {e.locator for e in result.evidence}
+
+
+async def test_a_lone_surrogate_in_a_search_result_is_replaced(web: LoopbackWeb, tmp_path: Path) -> None:
+    """Issue 15 (6): valid JSON "\\ud800" in a result title crashed the cache write."""
+    page = web.url("/varnholm", host="lakes.test")
+    web.set_search(
+        lambda query, limit: [
+            {
+                "url": page,
+                "title": "Varnholm \ud800 depth",
+                "content": "Lake Varnholm depth \udfff is 212 metres.",
+            },
+            {"url": "http://lakes.test/\ud800", "title": "bad url", "content": "Lake Varnholm depth."},
+        ]
+    )
+    async with stack(web, tmp_path) as opened:
+        provider = WebSearchProvider(opened.searcher, opened.cache, fetch_top=0)
+        response = await provider.retrieve(
+            RetrievalRequest.create("Lake Varnholm depth"), ctx(Caller.RESEARCHER)
+        )
+        again = await provider.retrieve(
+            RetrievalRequest.create("Lake Varnholm depth"), ctx(Caller.RESEARCHER)
+        )
+    assert [e.content for e in response.evidence] == ["Lake Varnholm depth \ufffd is 212 metres."]
+    assert response.evidence[0].title == "Varnholm \ufffd depth"
+    assert response.details["cache"]["writes"] == 1 and again.details["cache"]["search_hits"] == 1
+    for item in response.evidence:
+        (item.content + item.title + item.locator).encode("utf-8")
+
+
+async def test_an_extraction_past_the_pages_share_is_a_timeout(
+    web: LoopbackWeb, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 15 (5): extraction ran in a thread that cancellation could not stop, past any deadline."""
+    import time
+
+    import anyio
+    from simone.providers.web import _searcher
+
+    def slow_extract(*args: Any, **kwargs: Any) -> Any:
+        time.sleep(1.5)
+        raise AssertionError("the result of an abandoned extraction is never used")
+
+    monkeypatch.setattr(_searcher, "extract_page", slow_extract)
+    async with stack(web, tmp_path) as opened:
+        started = time.perf_counter()
+        outcome = await opened.searcher.fetch_page(
+            web.url("/varnholm", host="lakes.test"), cache=opened.cache.session(), timeout_s=0.8
+        )
+        elapsed = time.perf_counter() - started
+        await anyio.sleep(1.6)  # let the abandoned worker thread end inside the test
+    assert outcome.page is None and outcome.reason == "timeout" and outcome.failure is not None
+    assert "extracting" in outcome.failure.message and elapsed < 1.4

@@ -364,3 +364,69 @@ async def test_syndicated_copies_are_not_independent_sources(open_research: Open
     assert sorted(s.duplicate_of is not None for s in result.sources) == [False, True, True]
     assert any("not counted as independent" in line for line in result.limitations)
     assert not result.confidence.satisfied
+
+
+HOSTILE_STATUS = {
+    "redirect-javascript": "blocked_url",
+    "redirect-data": "blocked_url",
+    "redirect-mailto": "blocked_url",
+    "short-body": "invalid_content",
+    "bad-chunks": "invalid_content",
+    "reset": "unreachable",
+    "stall": "timeout",
+}
+
+
+@pytest.mark.parametrize(
+    "kinds",
+    [
+        ("redirect-javascript", "redirect-data", "redirect-mailto", "short-body"),
+        ("bad-chunks", "reset", "stall"),
+    ],
+    ids=["redirects-and-short-body", "broken-bodies-and-stall"],
+)
+async def test_hostile_pages_are_per_page_failures(
+    open_research: Opener, web: LoopbackWeb, hostile: Any, kinds: tuple[str, ...]
+) -> None:
+    """Issue 15 (4): one hostile page made web_research raise an ExceptionGroup (an MCP researcher got
+    "Internal server error"); now each is a per-page failure and the good pages' evidence stays.
+
+    A deep run fetches five pages, so the seven hostile kinds are split over two runs.
+    """
+    good = [
+        web.url("/nordic-lakes/varnholm-depth", host="geography.test"),
+        web.url("/varnholm", host="lakes.test"),
+    ][: 5 - len(kinds)]
+    results = [
+        {"url": url, "title": "Lake Varnholm", "content": "Lake Varnholm, a glacial lake."} for url in good
+    ] + [
+        {
+            "url": hostile.url(f"/{kind}"),
+            "title": f"Varnholm {kind}",
+            "content": f"Lake Varnholm depth ({kind}).",
+        }
+        for kind in kinds
+    ]
+    web.set_search(lambda query, limit: results)
+    async with open_research(request_timeout_s=1.0, total_timeout_s=1.5) as (research, _):
+        result = await research.run(
+            WebResearchRequest.create(
+                "Lake Varnholm maximum depth",
+                depth=Depth.DEEP,
+                fetch="always",
+                max_queries=1,
+                max_iterations=1,
+            ),
+            researcher(),
+        )
+    check_invariants(result)
+    by_url = {s.url: s for s in result.sources}
+    assert all(by_url[url].fetched for url in good)
+    assert any("212 metres" in item.content for item in result.evidence)
+    for kind in kinds:
+        source = by_url[hostile.url(f"/{kind}")]
+        assert not source.fetched and source.fetch_status == HOSTILE_STATUS[kind] and source.fetch_error, (
+            source
+        )
+    assert len([f for f in result.provider_failures if f.leg == "fetch"]) == len(kinds)
+    assert result.status in (ResearchStatus.PARTIAL, ResearchStatus.BUDGET_EXHAUSTED)
