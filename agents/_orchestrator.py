@@ -48,6 +48,43 @@ def web_reasons(policy: SelectionPolicy | None, question: str, session: Session)
     return reasons
 
 
+_SOURCE_WORDS = {
+    "memory": "memory",
+    "session-memory": "this conversation",
+    "documents": "the documents",
+    "web": "the web",
+}
+"""How the abstention names the built-in providers (others by their name)."""
+
+
+def _words(names: list[str]) -> str:
+    """``a``, ``a or b``, ``a, b or c``."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+
+
+def abstention_text(results: list[RetrievalResult], researched: bool) -> str:
+    """Why there is no answer, saying truthfully what was searched (and what could not be).
+
+    Args:
+        results: the retrievals made for the question (none when no tool was called).
+        researched: whether a researcher child searched the web.
+    """
+    failed = list(dict.fromkeys(f.provider for r in results for f in r.failures))
+    asked = [s.provider for r in results for s in r.request.selected]
+    searched = [_SOURCE_WORDS.get(n, n) for n in dict.fromkeys(asked) if n not in failed]
+    if researched and "the web" not in searched:
+        searched.append("the web")
+    missed = [_SOURCE_WORDS.get(n, n) for n in failed]
+    if searched:
+        unsearched = f" ({_words(missed).replace(' or ', ' and ')} could not be searched)" if missed else ""
+        return f"I found no evidence for this in {_words(searched)}{unsearched}, so I will not guess."
+    if missed:
+        return f"I could not search {_words(missed)}, so I have no evidence for this and will not guess."
+    return (
+        "I did not search memory or the documents for this, so I have no evidence to cite and will not guess."
+    )
+
+
 def _research_view(result: BaseModel) -> tuple[list[Evidence], list[str], str, float | None]:
     evidence = [e for e in getattr(result, "evidence", []) if isinstance(e, Evidence)]
     notes = [str(n) for n in getattr(result, "limitations", []) or []]
@@ -171,7 +208,15 @@ class Orchestrator:
         if text and coverage < self.min_coverage:
             limitations.append(f"the evidence covers only {coverage:.0%} of the question's terms")
         return self._assemble(
-            question, text, citations, limitations, steps, research, confidence, model=self.extractive.name
+            question,
+            text,
+            citations,
+            limitations,
+            steps,
+            research,
+            confidence,
+            model=self.extractive.name,
+            retrievals=[local],
         )
 
     # -- the chat-model loop ------------------------------------------------------------------
@@ -192,9 +237,11 @@ class Orchestrator:
         )
         limitations: list[str] = []
         research: list[dict[str, Any]] = []
+        retrievals: list[RetrievalResult] = []
         confidence: float | None = None
         for result in outcome.results:
             if isinstance(result, RetrievalResult):
+                retrievals.append(result)
                 limitations.extend(result.limitations)
             elif hasattr(result, "confidence") and hasattr(result, "evidence"):
                 _, notes_r, status, confidence = _research_view(result)
@@ -251,6 +298,7 @@ class Orchestrator:
             confidence,
             model=model.name,
             grounded=bool(len(ledger)),
+            retrievals=retrievals,
         )
         return answer.model_copy(update={"steps": outcome.steps, "usage": outcome.usage})
 
@@ -266,15 +314,15 @@ class Orchestrator:
         *,
         model: str,
         grounded: bool | None = None,
+        retrievals: list[RetrievalResult],
     ) -> Answer:
         unique = list(dict.fromkeys(limitations))
         has_evidence = bool(citations) if grounded is None else grounded
         if not text or not has_evidence:
-            where = "memory, the documents or the web" if research else "memory or the documents"
             return Answer(
                 question=question,
                 status="abstained",
-                text=f"I found no evidence for this in {where}, so I will not guess.",
+                text=abstention_text(retrievals, researched=bool(research)),
                 limitations=unique,
                 model=model,
                 confidence=confidence,

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, SettingsError
 from simone.runtime._errors import ConfigError
 
 CONFIG_FILE_ENV = "SIMONE_CONFIG"
@@ -23,7 +23,8 @@ DEFAULT_CONFIG_FILE = "simone.toml"
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # Every number in the settings is finite: an infinite weight or timeout is a typo, not a wish.
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class RouterSettings(_Section):
@@ -35,7 +36,7 @@ class RouterSettings(_Section):
     provider_timeout_s: Annotated[float, Field(gt=0)] = 10.0
     max_query_chars: Annotated[int, Field(ge=1)] = 8192
     min_truncation_tokens: Annotated[int, Field(ge=1)] = 32
-    weights: dict[str, Annotated[float, Field(ge=0)]] = Field(default_factory=dict)
+    weights: dict[str, Annotated[float, Field(ge=0, allow_inf_nan=False)]] = Field(default_factory=dict)
 
 
 class LexicalSettings(_Section):
@@ -258,9 +259,17 @@ class _TomlSource(PydanticBaseSettingsSource):
             with path.open("rb") as handle:
                 self._data = tomllib.load(handle)
         except OSError as exc:
-            raise ConfigError(f"cannot read the config file {path}: {exc.strerror or exc}") from exc
+            raise ConfigError(
+                f"cannot read the config file {path}: {exc.strerror or exc} — check the path "
+                f"(--config or ${CONFIG_FILE_ENV})"
+            ) from exc
+        except UnicodeDecodeError as exc:
+            raise ConfigError(
+                f"the config file {path} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset "
+                f"{exc.start}) — save it as UTF-8"
+            ) from exc
         except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{path} is not valid TOML: {exc}") from exc
+            raise ConfigError(f"{path} is not valid TOML: {exc} — fix the file's syntax") from exc
         _refuse_secrets(self._data, str(path))
 
     def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
@@ -343,25 +352,75 @@ def find_config_file(explicit: str | os.PathLike[str] | None = None) -> Path | N
     if explicit is not None:
         path = Path(explicit)
         if not path.is_file():
-            raise ConfigError(f"config file {path} does not exist")
+            what = "is a directory" if path.is_dir() else "does not exist"
+            raise ConfigError(f"config file {path} {what} — pass --config the path of a simone.toml")
         return path
     env = os.environ.get(CONFIG_FILE_ENV)
     if env:
         path = Path(env)
         if not path.is_file():
-            raise ConfigError(f"{CONFIG_FILE_ENV}={env} does not point at a file")
+            raise ConfigError(
+                f"{CONFIG_FILE_ENV}={env} does not point at a file — set it to a simone.toml or unset it"
+            )
         return path
     local = Path.cwd() / DEFAULT_CONFIG_FILE
     return local if local.is_file() else None
 
 
+def describe_validation_error(exc: ValidationError, *, limit: int = 10) -> str:
+    """A pydantic validation error on one line: ``key.path: message; …`` (at most ``limit`` problems).
+
+    Input values are left out: they may be secrets, and the key says where to look.
+    """
+    errors = exc.errors()
+    reasons = [
+        f"{'.'.join(str(p) for p in err['loc']) or 'value'}: {' '.join(str(err['msg']).split())}"
+        for err in errors[:limit]
+    ]
+    if len(errors) > limit:
+        reasons.append(f"and {len(errors) - limit} more")
+    return "; ".join(reasons)
+
+
+def _env_names(top: str) -> list[str]:
+    """The ``SIMONE_*`` variables set for the top-level key ``top`` (``SIMONE_ROUTER``, ``SIMONE_ROUTER__…``)."""
+    prefix = f"SIMONE_{top}".upper()
+    return sorted(k for k in os.environ if k.upper() == prefix or k.upper().startswith(prefix + "__"))
+
+
+def _where(keys: list[str], config: Path | None) -> str:
+    """Where the settings ``keys`` (top-level names) can be fixed: the variables set, the file."""
+    places = [name for key in dict.fromkeys(keys) for name in _env_names(key)]
+    if config is not None:
+        places.append(str(config))
+    return " or ".join(places) if places else "the arguments"
+
+
 def load_settings(config_file: str | os.PathLike[str] | None = None, **overrides: Any) -> Settings:
-    """Load the settings; any problem raises :class:`ConfigError` saying which key and why."""
-    _CONFIG_PATH["path"] = find_config_file(config_file)
+    """Load the settings; any problem raises :class:`ConfigError` saying which key and why.
+
+    The message is one line: what is wrong (the key and the reason, never the value) — where to fix
+    it (the ``SIMONE_*`` variables that are set for that key, the config file).
+    """
+    config = find_config_file(config_file)
+    _CONFIG_PATH["path"] = config
     try:
         return Settings(**overrides)
     except ValidationError as exc:
-        reasons = "; ".join(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors())
-        raise ConfigError(f"invalid configuration: {reasons}") from exc
+        keys = [str(err["loc"][0]) for err in exc.errors() if err["loc"]]
+        raise ConfigError(
+            f"invalid configuration: {describe_validation_error(exc)} — fix it in {_where(keys, config)}"
+        ) from exc
+    except SettingsError as exc:
+        # pydantic-settings could not parse an environment value, e.g. SIMONE_ROUTER__WEIGHTS=notjson
+        # (lists and tables are JSON there); its message names the field but not the variable.
+        field = str(exc).split('"')[1] if str(exc).count('"') >= 2 else ""
+        names = _env_names(field) if field else []
+        where = ", ".join(names) if names else f"the SIMONE_{field.upper()}* variables"
+        raise ConfigError(
+            f"cannot read {where}: lists and tables in the environment are JSON, and this is not "
+            f"valid JSON for {field or 'the setting'} — write e.g. SIMONE_ROUTER__WEIGHTS='{{\"documents\": 1.0}}' "
+            "or SIMONE_EMBEDDINGS__CHAIN='[\"onnx\"]'"
+        ) from exc
     finally:
         _CONFIG_PATH.pop("path", None)

@@ -17,7 +17,14 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from simone.agents._runtime import Runtime, bundled_docs
 from simone.agents._synthesis import Answer
-from simone.agents.cli._settings import add_scope_arguments, event_from_args, settings_from_args
+from simone.agents.cli._render import make_console
+from simone.agents.cli._settings import (
+    add_scope_arguments,
+    event_from_args,
+    nonempty_path,
+    nonempty_text,
+    settings_from_args,
+)
 from simone.runtime import ConfigError
 
 EXIT_ABSTAINED = 3
@@ -30,10 +37,11 @@ def register(subparsers: Any) -> None:
         help="answer a question with citations from memory and the indexed documents",
         epilog="exit status: 0 answered, 3 abstained (no evidence), 1 failed or error",
     )
-    parser.add_argument("question", help="the question")
+    parser.add_argument("question", type=nonempty_text, help="the question")
     add_scope_arguments(parser)
     parser.add_argument(
         "--docs",
+        type=nonempty_path,
         default=None,
         help="documents to index when no index exists (default: agents.sample_docs, else the bundled handbook)",
     )
@@ -117,7 +125,7 @@ def print_answer(answer: Answer, console: Console) -> None:
 async def run(args: argparse.Namespace) -> int:
     """Open the runtime, index the sample docs if needed, answer."""
     settings = settings_from_args(args)
-    err = Console(stderr=True)
+    err = make_console(stderr=True)
     async with Runtime.open(settings) as runtime:
         if not args.no_auto_index:
             await ensure_index(runtime, args.docs, None if args.json else err)
@@ -125,5 +133,5 @@ async def run(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(answer.model_dump_json(indent=2) + "\n")
     else:
-        print_answer(answer, Console())
+        print_answer(answer, make_console())
     return {"answered": 0, "abstained": EXIT_ABSTAINED, "failed": 1}[answer.status]

@@ -20,8 +20,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 from simone.agents.cli._doctor_languages import check_languages, render_languages
+from simone.agents.cli._render import make_console
 from simone.agents.cli._settings import settings_from_args
-from simone.providers.documents import DocumentStore
+from simone.providers.documents import DocumentStore, count_duplicates
 from simone.providers.documents._index import INDEX_FOLDER
 from simone.providers.embeddings import EmbeddingCache, build_chain
 from simone.runtime import EmbeddingChain, InvalidResponse, ProviderError, Settings
@@ -44,13 +45,13 @@ def register(subparsers: Any) -> None:
 
 
 async def run(args: argparse.Namespace) -> int:
-    """Gather the report and print it; exit 1 when a collection's space cannot be embedded now."""
+    """Gather the report and print it; exit 1 when it found a problem (e.g. a space no embedder answers)."""
     settings = settings_from_args(args)
     report = await gather(settings, languages=args.languages)
     if args.json:
         sys.stdout.write(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     else:
-        render(report, Console())
+        render(report, make_console())
     return 0 if report["ok"] else 1
 
 
@@ -82,6 +83,36 @@ async def probe(chain: EmbeddingChain, timeout_s: float) -> list[dict[str, Any]]
     return results
 
 
+def probe_health(embedders: list[dict[str, Any]]) -> dict[str, Any]:
+    """The chain's health as this run's probes found it: which embedder a search would use now.
+
+    ``healthy``: the chain's first embedder answered; ``degraded``: searches fall back to a later one;
+    ``down``: none answered (semantic search is unavailable, lexical still works). The chain's own
+    health window counts the fallbacks of one process's searches and starts empty in every process,
+    so the doctor (a fresh process) reports its probes instead of a window that is always empty.
+    """
+    chain = [e for e in embedders if e.get("role") == "chain"]
+    serving = next((e for e in chain if e["ok"]), None)
+    if serving is None:
+        status = "down"
+        summary = "no embedder of the chain answered the probe: semantic search is unavailable"
+    elif serving is chain[0]:
+        status, summary = "healthy", f"the first embedder ({serving['space']}) answered the probe"
+    else:
+        status = "degraded"
+        summary = (
+            f"the first embedder ({chain[0]['space']}) did not answer; searches fall back to "
+            f"{serving['space']}"
+        )
+    return {
+        "status": status,
+        "degraded": status != "healthy",
+        "serving": serving["space"] if serving is not None else None,
+        "summary": summary,
+        "basis": "this doctor run's probe of each embedder",
+    }
+
+
 async def gather(settings: Settings, *, languages: bool = False) -> dict[str, Any]:
     """The doctor's report as a JSON-ready dict (with a ``languages`` section when asked)."""
     data_dir = Path(settings.data_dir)
@@ -90,11 +121,10 @@ async def gather(settings: Settings, *, languages: bool = False) -> dict[str, An
     async with build_chain(settings.embeddings, data_dir=settings.data_dir) as chain:
         embedders = await probe(chain, settings.embeddings.timeout_s)
         report["embedders"] = embedders
-        health = chain.health()
-        report["health"] = health.model_dump() | {"fallback_ratio": health.fallback_ratio}
+        report["health"] = probe_health(embedders)
         answering = {e["space"] for e in embedders if e["ok"]}
         configured = {e["space"] for e in embedders}
-        ok = True
+        ok = report["health"]["status"] != "down"
         if await anyio.Path(index_dir).exists():
             async with DocumentStore(index_dir) as store:
                 for name in await store.collection_names():
@@ -103,6 +133,7 @@ async def gather(settings: Settings, *, languages: bool = False) -> dict[str, An
                         collection = await store.open_collection(name)
                         assert collection is not None
                         info = await collection.info()
+                        duplicates = await count_duplicates(collection)
                     except ProviderError as exc:
                         entry.update(error=f"{exc.kind}: {exc.message}")
                         ok = False
@@ -118,7 +149,14 @@ async def gather(settings: Settings, *, languages: bool = False) -> dict[str, An
                         indexes=list(info.indexes),
                         space_configured=space in configured,
                         space_answering=space in answering,
+                        duplicates=duplicates,
                     )
+                    if duplicates:
+                        ok = False
+                        entry["repair"] = (
+                            f"{duplicates:,} chunk(s) are stored twice (two indexers ran at once): lexical "
+                            "results may repeat. Run 'simone index PATH' again to repair them"
+                        )
                     if space not in answering:
                         ok = False
                         entry["advice"] = (
@@ -156,11 +194,9 @@ def render(report: dict[str, Any], console: Console) -> None:
         chain.add_row(position, escape(entry["space"]), entry["type"], status)
     console.print(chain)
     health = report["health"]
-    flag = "[red]degraded[/]" if health["degraded"] else "[green]healthy[/]"
-    console.print(
-        f"health window: {flag} — {health['fallbacks']} fallback(s) in {health['samples']} recent "
-        f"search(es) of this process (degraded when > 50% of at least {health['min_samples']})"
-    )
+    flags = {"healthy": "[green]healthy[/]", "degraded": "[yellow]degraded[/]", "down": "[red]down[/]"}
+    flag = flags[health["status"]]
+    console.print(f"embedding chain: {flag} — {escape(health['summary'])}")
     if not report["collections"]:
         console.print("no collections yet: run 'simone index PATH'")
     for entry in report["collections"]:
@@ -174,6 +210,8 @@ def render(report: dict[str, Any], console: Console) -> None:
         )
         if "advice" in entry:
             console.print(f"  [yellow]{escape(entry['advice'])}[/]")
+        if "repair" in entry:
+            console.print(f"  [red]{escape(entry['repair'])}[/]")
     if "embedding_cache" in report:
         cache = report["embedding_cache"]
         console.print(f"embedding cache: {cache['vectors']:,} vector(s) in {escape(cache['path'])}")

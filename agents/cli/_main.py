@@ -2,18 +2,29 @@
 
 Each module ``simone.agents.cli._<name>`` exposes ``register(subparsers)``, which adds its parser(s) and
 sets ``func`` (an ``async def (args) -> int`` returning the exit code) with ``parser.set_defaults``.
+
+Every error a user can cause ends in one line on stderr, ``simone: error: <what> — <what to do>``, and
+the documented exit status: 2 for a usage error (bad arguments), 1 for anything else. An error simone
+did not foresee is one line too, plus the traceback when ``SIMONE_DEBUG=1``.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.metadata
+import os
+import sqlite3
 import sys
+import traceback
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from pathlib import Path
+from typing import Any, NoReturn
 
 import anyio
-from simone.runtime import SimoneError
+from pydantic import ValidationError
+from simone.runtime import ConfigError, NotFound, ProviderError, SimoneError
+from simone.runtime._config import describe_validation_error
 
 COMMANDS: tuple[str, ...] = ("index", "search", "ask", "research", "memory", "doctor", "mcp")
 """Command modules, in the order they appear in ``simone --help``."""
@@ -21,17 +32,49 @@ COMMANDS: tuple[str, ...] = ("index", "search", "ask", "research", "memory", "do
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+DEBUG_ENV = "SIMONE_DEBUG"
+"""Set to ``1`` to get the traceback of an unexpected error (after its one-line message)."""
+
+
+class CliParser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line: ``simone: error: <what> — see '<cmd> --help'``."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print the one-line usage error and exit 2 (argparse prints the usage and the error otherwise)."""
+        command = self.prog.removeprefix("simone").strip()
+        where = f"{command}: " if command else ""
+        self.exit(EXIT_USAGE, f"simone: error: {where}{_one_line(message)} — see '{self.prog} --help'\n")
+
+
+def version() -> str:
+    """The installed distribution's version (``unknown`` when run from a tree that was never installed)."""
+    try:
+        return importlib.metadata.version("simone")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The full parser with every registered command."""
-    parser = argparse.ArgumentParser(
+    from simone.agents.cli._settings import nonempty_path
+
+    parser = CliParser(
         prog="simone",
         description="Routed retrieval for agents: memory, documents and researcher-only web search.",
+        epilog="exit status: 0 ok, 1 error, 2 usage error, 3 no results (ask, research, memory search)",
     )
-    parser.add_argument("--config", help="path to simone.toml (default: $SIMONE_CONFIG or ./simone.toml)")
+    parser.add_argument("--version", action="version", version=f"simone {version()}")
     parser.add_argument(
-        "--data-dir", help="where the index, memory and caches live (default: per-user data dir)"
+        "--config",
+        type=nonempty_path,
+        help="path to simone.toml (default: $SIMONE_CONFIG or ./simone.toml)",
+    )
+    parser.add_argument(
+        "--data-dir",
+        type=nonempty_path,
+        help="where the index, memory and caches live (default: per-user data dir)",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
@@ -41,21 +84,125 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit code (0 ok, 1 error, 2 usage, 3 no results/failed where documented)."""
+    """Run the CLI; returns the exit code (0 ok, 1 error, 2 usage, 3 no results where documented)."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, or a usage error (already printed, one line)
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     func: Callable[[Any], Awaitable[int]] | None = getattr(args, "func", None)
     if func is None:
         parser.print_help()
         return EXIT_USAGE
     try:
         return anyio.run(func, args)
-    except SimoneError as exc:
-        print(f"simone: error: {exc}", file=sys.stderr)  # noqa: T201
-        return EXIT_ERROR
     except KeyboardInterrupt:
         print("simone: interrupted", file=sys.stderr)  # noqa: T201
-        return 130
+        return EXIT_INTERRUPTED
+    except Exception as exc:  # noqa: BLE001 - the one place every error becomes one line
+        if isinstance(_leaf(exc), BrokenPipeError):
+            # The reader of stdout went away (`simone … | head`): nothing left to say to anyone.
+            _silence_stdout()
+            return EXIT_ERROR
+        return report(exc, _command(args), data_dir=getattr(args, "resolved_data_dir", None))
+
+
+def report(exc: BaseException, command: str = "simone", *, data_dir: Path | None = None) -> int:
+    """Print ``exc`` as one line on stderr (and its traceback under ``SIMONE_DEBUG=1``); the exit code.
+
+    Args:
+        exc: the error (an exception group stands for its first error).
+        command: the command that failed, for the ``--help`` hint.
+        data_dir: the data directory the command used, when its settings were loaded: an error while
+            it is read-only says so.
+    """
+    exc = _leaf(exc)
+    what, todo, foreseen = describe(exc, command)
+    debug = os.environ.get(DEBUG_ENV, "").strip() not in ("", "0")
+    if debug:
+        traceback.print_exception(exc, file=sys.stderr)
+    line = _one_line(what)
+    read_only = not isinstance(exc, ConfigError) and data_dir is not None and _read_only(data_dir)
+    if read_only:
+        line = f"{line} — the data directory {data_dir} is read-only: make it writable or pass --data-dir DIR"
+    elif " — " not in line:
+        line = f"{line} — {todo}"
+    if not foreseen and not debug:
+        line = f"{line}; run with {DEBUG_ENV}=1 for the traceback"
+    print(f"simone: error: {line}", file=sys.stderr)  # noqa: T201
+    return EXIT_ERROR
+
+
+def _read_only(path: Path) -> bool:
+    try:
+        return path.is_dir() and not os.access(path, os.W_OK)
+    except OSError:
+        return False
+
+
+def describe(exc: BaseException, command: str = "simone") -> tuple[str, str, bool]:
+    """What went wrong, what to do about it, and whether simone foresaw this kind of error."""
+    help_hint = f"see '{command} --help'"
+    if isinstance(exc, SimoneError):
+        what = str(exc)
+        cause = exc.__cause__
+        if isinstance(cause, ValidationError) and str(cause) in what:
+            what = what.replace(str(cause), describe_validation_error(cause))
+        if isinstance(exc, NotFound):
+            return (
+                what,
+                "check the id and the scope (--actor, --project); 'simone memory list' shows them",
+                True,
+            )
+        if isinstance(exc, ProviderError):
+            return what, "try again, or run 'simone doctor' to check the set-up", True
+        return what, help_hint, True
+    if isinstance(exc, ValidationError):
+        return f"invalid input: {describe_validation_error(exc)}", help_hint, True
+    if isinstance(exc, sqlite3.Error):
+        return (
+            f"the memory database failed: {exc}",
+            "check that the data directory (--data-dir, SIMONE_DATA_DIR) exists and is writable",
+            True,
+        )
+    if isinstance(exc, OSError):
+        reason = exc.strerror or str(exc) or type(exc).__name__
+        names = [str(n) for n in (exc.filename, exc.filename2) if n is not None]
+        where = f": {' → '.join(names)}" if names else ""
+        return (
+            f"{reason}{where}",
+            "check the path and its permissions (the data directory is --data-dir or SIMONE_DATA_DIR)",
+            True,
+        )
+    if isinstance(exc, UnicodeError):
+        return f"text that is not valid UTF-8: {exc}", "pass UTF-8 text and files (or re-encode them)", True
+    return f"unexpected {type(exc).__name__}: {exc}", "this is a bug worth reporting", False
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The first real error inside (nested) exception groups, as task groups raise them."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def _one_line(text: str) -> str:
+    """``text`` on one line: its lines joined with ``; `` and runs of spaces folded."""
+    parts = [" ".join(line.split()) for line in str(text).splitlines()]
+    return "; ".join(part for part in parts if part) or "(no message)"
+
+
+def _command(args: argparse.Namespace) -> str:
+    words = ["simone", getattr(args, "command", None), getattr(args, "memory_command", None)]
+    return " ".join(w for w in words if w)
+
+
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # no real stdout (a test's capture)
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

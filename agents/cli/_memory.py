@@ -14,10 +14,22 @@ from datetime import datetime
 from typing import Any
 
 import anyio
+from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
-from simone.agents.cli._settings import add_scope_arguments, default_actor, settings_from_args
+from simone.agents.cli._render import make_console
+from simone.agents.cli._settings import (
+    add_scope_arguments,
+    default_actor,
+    fraction,
+    non_negative_int,
+    nonempty_path,
+    nonempty_text,
+    positive_int,
+    settings_from_args,
+    utf8_text,
+)
 from simone.providers.memory import (
     ChecklistCreate,
     CreateSpec,
@@ -36,6 +48,7 @@ from simone.providers.memory import (
     render,
 )
 from simone.runtime import Caller, InvalidRequest, TrustedContext
+from simone.runtime._config import describe_validation_error
 
 EXIT_NOTHING_FOUND = 3
 """``simone memory search`` exits 3 when nothing in scope shares a word with the query."""
@@ -53,29 +66,38 @@ def register(subparsers: Any) -> None:
     add = commands.add_parser("add", help="remember something")
     kinds = add.add_subparsers(dest="kind", metavar="KIND", required=True)
     note = kinds.add_parser("note", help="a note: TITLE [--body TEXT]")
-    note.add_argument("title")
-    note.add_argument("--body", default="")
+    note.add_argument("title", type=nonempty_text)
+    note.add_argument("--body", type=utf8_text, default="")
     todo = kinds.add_parser("todo", help="a todo: TITLE [--priority P] [--due ISO-TIME]")
-    todo.add_argument("title")
-    todo.add_argument("--body", default="")
+    todo.add_argument("title", type=nonempty_text)
+    todo.add_argument("--body", type=utf8_text, default="")
     todo.add_argument("--priority", choices=[p.value for p in Priority], default="normal")
-    todo.add_argument("--due", default=None, help="e.g. 2026-02-01T09:00:00+00:00")
+    todo.add_argument("--due", type=nonempty_text, default=None, help="e.g. 2026-02-01T09:00:00+00:00")
     checklist = kinds.add_parser("checklist", help="a checklist: TITLE --item TEXT …")
-    checklist.add_argument("title")
-    checklist.add_argument("--item", action="append", default=[], help="an item (repeat, in order)")
+    checklist.add_argument("title", type=nonempty_text)
+    checklist.add_argument(
+        "--item", type=nonempty_text, action="append", default=[], help="an item (repeat, in order)"
+    )
     fact = kinds.add_parser("fact", help="a fact: SUBJECT PREDICATE OBJECT")
-    fact.add_argument("subject")
-    fact.add_argument("predicate")
-    fact.add_argument("object")
-    fact.add_argument("--source", default=None)
-    fact.add_argument("--confidence", type=float, default=1.0)
-    fact.add_argument("--supersedes", default=None, help="the id of the current fact this one replaces")
+    fact.add_argument("subject", type=nonempty_text)
+    fact.add_argument("predicate", type=nonempty_text)
+    fact.add_argument("object", type=nonempty_text)
+    fact.add_argument("--source", type=nonempty_text, default=None)
+    fact.add_argument("--confidence", type=fraction, default=1.0, help="0 to 1 (default 1)")
+    fact.add_argument(
+        "--supersedes",
+        type=nonempty_text,
+        default=None,
+        help="the id of the current fact this one replaces",
+    )
     task = kinds.add_parser("task", help="a task state: NAME [--phase P] [--progress 0-1]")
-    task.add_argument("name")
-    task.add_argument("--phase", default="started")
-    task.add_argument("--progress", type=float, default=0.0)
+    task.add_argument("name", type=nonempty_text)
+    task.add_argument("--phase", type=nonempty_text, default="started")
+    task.add_argument("--progress", type=fraction, default=0.0, help="0 to 1 (default 0)")
     for kind_parser in (note, todo, checklist, fact, task):
-        kind_parser.add_argument("--tag", action="append", default=[], help="a tag (repeat)")
+        kind_parser.add_argument(
+            "--tag", type=nonempty_text, action="append", default=[], help="a tag (repeat)"
+        )
         kind_parser.add_argument(
             "--global", dest="global_", action="store_true", help="visible in every scope"
         )
@@ -83,35 +105,35 @@ def register(subparsers: Any) -> None:
 
     listing = commands.add_parser("list", help="list records, newest first")
     listing.add_argument("--kind", choices=sorted(_KINDS), default=None)
-    listing.add_argument("--status", action="append", default=None)
-    listing.add_argument("--tag", action="append", default=None)
+    listing.add_argument("--status", type=nonempty_text, action="append", default=None)
+    listing.add_argument("--tag", type=nonempty_text, action="append", default=None)
     listing.add_argument("--deleted", action="store_true", help="include soft-deleted records")
     listing.add_argument("--all-facts", action="store_true", help="include superseded and retired facts")
-    listing.add_argument("--limit", type=int, default=50)
-    listing.add_argument("--offset", type=int, default=0)
+    listing.add_argument("--limit", type=positive_int, default=50, help="at most this many (default 50)")
+    listing.add_argument("--offset", type=non_negative_int, default=0, help="skip this many first")
     _common(listing)
 
     search = commands.add_parser("search", help="search by words (BM25); exits 3 when nothing matches")
-    search.add_argument("query")
+    search.add_argument("query", type=nonempty_text)
     search.add_argument("--kind", choices=sorted(_KINDS), default=None)
-    search.add_argument("--limit", type=int, default=10)
+    search.add_argument("--limit", type=positive_int, default=10, help="at most this many (default 10)")
     _common(search)
 
     done = commands.add_parser("done", help="complete a record (archive / complete / retire)")
-    done.add_argument("id")
+    done.add_argument("id", type=nonempty_text)
     _common(done)
 
     delete = commands.add_parser("delete", help="soft-delete a record (purged after the retention period)")
-    delete.add_argument("id")
+    delete.add_argument("id", type=nonempty_text)
     _common(delete)
 
     export = commands.add_parser("export", help="write memory as JSON (to FILE or stdout)")
-    export.add_argument("file", nargs="?", default="-")
+    export.add_argument("file", type=nonempty_path, nargs="?", default="-")
     export.add_argument("--all", action="store_true", help="every scope, not only yours")
     _common(export)
 
     importing = commands.add_parser("import", help="read an export (all of it, or nothing)")
-    importing.add_argument("file", help="a JSON export, or - for stdin")
+    importing.add_argument("file", type=nonempty_path, help="a JSON export, or - for stdin")
     importing.add_argument("--replace", action="store_true", help="overwrite records with the same ids")
     _common(importing)
 
@@ -162,9 +184,9 @@ def _time(text: str) -> datetime:
     try:
         moment = datetime.fromisoformat(text)
     except ValueError as exc:
-        raise InvalidRequest(f"{text!r} is not an ISO time; write e.g. 2026-02-01T09:00:00+00:00") from exc
+        raise InvalidRequest(f"{text!r} is not an ISO time — write e.g. 2026-02-01T09:00:00+00:00") from exc
     if moment.tzinfo is None:
-        raise InvalidRequest(f"{text!r} has no timezone; add one, e.g. +00:00")
+        raise InvalidRequest(f"{text!r} has no timezone — add one, e.g. {text}+00:00")
     return moment
 
 
@@ -172,14 +194,17 @@ async def run(args: argparse.Namespace) -> int:
     """Open the memory database and run one action."""
     settings = settings_from_args(args)
     context = _context(args)
-    out = Console()
+    out = make_console()
     async with SQLiteMemoryStore.from_settings(settings) as store:
         action = args.memory_command
         if action == "add":
             try:
                 spec = _spec(args)
-            except ValueError as exc:  # pydantic's ValidationError is a ValueError
-                raise InvalidRequest(f"cannot add this {args.kind}: {exc}") from exc
+            except ValidationError as exc:
+                raise InvalidRequest(
+                    f"cannot add this {args.kind}: {describe_validation_error(exc)} — "
+                    f"see 'simone memory add {args.kind} --help'"
+                ) from exc
             record = await store.create(context, spec, global_=args.global_)
             _show_one(record, args.json, out, "added")
             return 0
@@ -217,8 +242,8 @@ async def run(args: argparse.Namespace) -> int:
             if args.file == "-":
                 sys.stdout.write(text)
             else:
-                await anyio.Path(args.file).write_text(text, encoding="utf-8")
-                Console(stderr=True).print(
+                await _write(args.file, text)
+                make_console(stderr=True).print(
                     f"exported {len(document.records)} records, {len(document.turns)} turns to {escape(args.file)}"
                 )
             return 0
@@ -234,8 +259,25 @@ async def run(args: argparse.Namespace) -> int:
 async def _read(name: str) -> str:
     try:
         return await anyio.Path(name).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidRequest(f"cannot read {name}: {exc}; nothing was written") from exc
+    except OSError as exc:
+        raise InvalidRequest(
+            f"cannot read {name}: {exc.strerror or exc}; nothing was written — check the path"
+        ) from exc
+    except UnicodeDecodeError as exc:
+        raise InvalidRequest(
+            f"{name} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start}); "
+            "nothing was written — import a file written by 'simone memory export'"
+        ) from exc
+
+
+async def _write(name: str, text: str) -> None:
+    try:
+        await anyio.Path(name).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise InvalidRequest(
+            f"cannot write the export to {name}: {exc.strerror or exc} — choose a file in an existing, "
+            "writable folder, or '-' for stdout"
+        ) from exc
 
 
 def _show_one(record: MemoryRecord, as_json: bool, out: Console, verb: str) -> None:

@@ -16,6 +16,22 @@ STATUS_STYLE = {
 }
 
 
+PIPED_WIDTH = 4096
+"""The width rich lays tables out in when the output is not a terminal (lines are never wrapped then)."""
+
+
+def make_console(*, stderr: bool = False) -> Console:
+    """A console for stdout (or stderr): the terminal's width on a terminal; piped, nothing is wrapped.
+
+    rich lays out for 80 columns when the output is not a terminal, which split long locators and titles
+    over two lines in ``simone search … | grep``; piped output keeps each printed line whole instead.
+    """
+    console = Console(stderr=stderr)
+    if console.is_terminal:
+        return console
+    return Console(stderr=stderr, width=PIPED_WIDTH, soft_wrap=True)
+
+
 def exit_code(status: Status) -> int:
     """0 when evidence (or an honest "nothing found") came back, 1 when the request failed or was refused."""
     return 1 if status in (Status.FAILED, Status.FORBIDDEN) else 0

@@ -16,7 +16,13 @@ from rich.markup import escape
 from simone.agents._research import web_configured
 from simone.agents._runtime import Runtime
 from simone.agents._session import NOT_CONFIGURED_HINT
-from simone.agents.cli._settings import add_scope_arguments, event_from_args, settings_from_args
+from simone.agents.cli._render import make_console
+from simone.agents.cli._settings import (
+    add_scope_arguments,
+    event_from_args,
+    nonempty_text,
+    settings_from_args,
+)
 
 EXIT_NOT_CONFIGURED = 2
 EXIT_NO_EVIDENCE = 3
@@ -29,7 +35,7 @@ def register(subparsers: Any) -> None:
         help="bounded web research with cited sources (needs a search backend)",
         epilog="exit status: 0 evidence found, 3 no evidence, 2 no search backend configured, 1 error",
     )
-    parser.add_argument("question", help="the question to research")
+    parser.add_argument("question", type=nonempty_text, help="the question to research")
     parser.add_argument("--depth", choices=("basic", "standard", "deep"), default=None, help="research depth")
     add_scope_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print the WebResearchResult as JSON")
@@ -77,7 +83,7 @@ async def run(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(result.model_dump_json(indent=2) + "\n")
     else:
-        print_research(result, Console())
+        print_research(result, make_console())
     evidence = getattr(result, "evidence", [])
     return 0 if evidence else EXIT_NO_EVIDENCE
 

@@ -6,14 +6,36 @@ import argparse
 import json
 import sys
 from contextlib import AsyncExitStack
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
-from simone.agents.cli._render import exit_code, print_result
-from simone.agents.cli._settings import default_actor, settings_from_args
+from simone.agents.cli._render import exit_code, make_console, print_result
+from simone.agents.cli._settings import (
+    collection_name,
+    default_actor,
+    nonempty_path,
+    nonempty_text,
+    positive_int,
+    settings_from_args,
+)
 from simone.providers import FolderProvider
-from simone.runtime import Analyzer, Caller, Explanation, Provider, Router, SearchMode, TrustedContext
+from simone.runtime import (
+    Analyzer,
+    Caller,
+    Explanation,
+    Provider,
+    Router,
+    SearchMode,
+    Status,
+    TrustedContext,
+)
+
+if TYPE_CHECKING:
+    from simone.providers.documents import DocumentIndex
+
+HINT_PROJECTS_SHOWN = 5
+"""How many other projects a "no results here" hint names."""
 
 
 def register(subparsers: Any) -> None:
@@ -27,19 +49,33 @@ def register(subparsers: Any) -> None:
             "honest no_results, 1 failed/forbidden or error."
         ),
     )
-    parser.add_argument("query", help="the question or keywords")
+    parser.add_argument("query", type=nonempty_text, help="the question or keywords")
     parser.add_argument(
-        "path", nargs="?", help="a folder (or file) of text documents to search instead of the index"
+        "path",
+        type=nonempty_path,
+        nargs="?",
+        help="a folder (or file) of text documents to search instead of the index",
     )
     parser.add_argument(
         "--mode",
         choices=[m.value for m in SearchMode],
         help="index search mode (default: index.default_mode)",
     )
-    parser.add_argument("--project", default=None, help="search only chunks of this project (index only)")
-    parser.add_argument("--collection", default=None, help="the index collection (default: index.collection)")
-    parser.add_argument("--limit", type=int, default=None, help="how many items to consider (default 10)")
-    parser.add_argument("--max-tokens", type=int, default=None, help="evidence token budget (default 4000)")
+    parser.add_argument(
+        "--project", type=nonempty_text, default=None, help="search only chunks of this project (index only)"
+    )
+    parser.add_argument(
+        "--collection",
+        type=collection_name,
+        default=None,
+        help="the index collection (default: index.collection)",
+    )
+    parser.add_argument(
+        "--limit", type=positive_int, default=None, help="how many items to consider (default 10)"
+    )
+    parser.add_argument(
+        "--max-tokens", type=positive_int, default=None, help="evidence token budget (default 4000)"
+    )
     parser.add_argument(
         "--explain",
         action="store_true",
@@ -67,9 +103,11 @@ async def run(args: argparse.Namespace) -> int:
     """Open the index (or read the folder), route the query through the router, print the result."""
     settings = settings_from_args(args)
     explanation = Analyzer.from_settings(settings.lexical).explain(args.query) if args.explain else None
-    console = Console()
+    console = make_console()
+    hint: str | None = None
     async with AsyncExitStack() as stack:
         provider: Provider
+        index: DocumentIndex | None = None
         if args.path:
             folder = FolderProvider(args.path, analyzer=Analyzer.from_settings(settings.lexical))
             await folder.load()
@@ -107,6 +145,8 @@ async def run(args: argparse.Namespace) -> int:
             token_budget=max(1, budget),
         )
         result = await router.retrieve(request, context)
+        if index is not None and result.status is Status.NO_RESULTS:
+            hint = await other_projects_hint(index, args.project)
     if args.json:
         data = result.model_dump(mode="json")
         if explanation is not None:
@@ -116,4 +156,33 @@ async def run(args: argparse.Namespace) -> int:
         if explanation is not None:
             print_explanation(explanation, console)
         print_result(result, console)
+        if hint is not None:
+            console.print(f"[yellow]hint[/] {escape(hint)}")
     return exit_code(result.status)
+
+
+async def other_projects_hint(index: DocumentIndex, project: str | None) -> str | None:
+    """When a search found nothing: how many chunks the collection holds in projects it did not search.
+
+    A search sees the chunks indexed without a project plus those of ``--project``; chunks indexed with
+    ``simone index … --project NAME`` are invisible to a search without it, which looked like "nothing
+    indexed". Only counts and project names are told, never content. ``None`` when there are none.
+    """
+    collection = index.collection
+    if collection is None:
+        return None
+    searched = ["", project] if project else [""]
+    where = "project NOT IN ({})".format(", ".join("'" + p.replace("'", "''") + "'" for p in searched))
+    hidden = await collection.count(where)
+    if not hidden:
+        return None
+    rows = await collection.rows(where, columns=["project"])
+    names = sorted({str(name) for name in rows.column("project").to_pylist()})
+    shown = ", ".join(names[:HINT_PROJECTS_SHOWN]) + (", …" if len(names) > HINT_PROJECTS_SHOWN else "")
+    scope = "chunks indexed without a project"
+    if project:
+        scope = f"project {project!r} and {scope}"
+    return (
+        f"this search covered {scope}; the collection also holds {hidden:,} chunk(s) in "
+        f"{len(names)} other project(s) ({shown}) — add --project NAME to search one"
+    )

@@ -100,8 +100,81 @@ def test_index_rebuild_ann(docs: Path, isolated_env: Path, capsys: pytest.Captur
     code, out, _ = _run(capsys, "--data-dir", data, "index", "--rebuild-ann", "--json")
     assert code == 0
     payload = json.loads(out)
-    assert payload["reports"] == []
+    assert payload["files_total"] == 0 and payload["chunks"] == 0  # nothing indexed: only the rebuild
     (note,) = payload["rebuilt_ann"]
     assert "exact search (no vector index)" in note  # a handful of chunks: exact search is right
     code, out, _ = _run(capsys, "--data-dir", data, "index", "--rebuild-ann")
     assert code == 0 and "exact search" in out
+
+
+def test_index_json_is_one_shape_whatever_the_options(
+    docs: Path, isolated_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = str(isolated_env / "data")
+    shapes = []
+    for options in (
+        [str(docs)],
+        ["--embed-pending"],
+        ["--rebuild-ann"],
+        [str(docs), "--embed-pending", "--rebuild-ann"],
+    ):
+        code, out, _ = _run(capsys, "--data-dir", data, "index", *options, "--json")
+        assert code == 0, options
+        payload = json.loads(out)
+        assert isinstance(payload, dict) and payload["collection"] == "documents"
+        assert payload["space"] == "onnx:all-MiniLM-L6-v2:384"
+        assert isinstance(payload["rebuilt_ann"], list)
+        assert bool(payload["rebuilt_ann"]) == ("--rebuild-ann" in options)
+        shapes.append(sorted(payload))
+    assert all(shape == shapes[0] for shape in shapes), shapes
+
+
+def test_doctor_finds_duplicated_chunks_and_a_rerun_repairs_them(
+    docs: Path, isolated_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import anyio
+    from simone.providers.documents import DocumentStore
+
+    data = isolated_env / "data"
+    assert _run(capsys, "--data-dir", str(data), "index", str(docs), "--json")[0] == 0
+
+    async def duplicate() -> int:
+        async with DocumentStore(data / "index") as store:
+            collection = await store.open_collection("documents")
+            assert collection is not None
+            rows = await collection.rows()
+            await collection.table.add(rows)  # what two indexers at once left behind
+            return int(rows.num_rows)
+
+    copies = anyio.run(duplicate)
+    code, out, _ = _run(capsys, "--data-dir", str(data), "doctor", "--json")
+    assert code == 1
+    (collection,) = json.loads(out)["collections"]
+    assert collection["duplicates"] == copies and "simone index PATH" in collection["repair"]
+    code, out, _ = _run(capsys, "--data-dir", str(data), "search", "budget report", "--mode", "lexical")
+    assert code == 0 and out.count("a.md") >= 1
+
+    code, out, _ = _run(capsys, "--data-dir", str(data), "index", str(docs), "--json")
+    assert code == 0 and any("duplicate" in note for note in json.loads(out)["maintenance"])
+    code, out, _ = _run(capsys, "--data-dir", str(data), "doctor", "--json")
+    assert code == 0
+    (collection,) = json.loads(out)["collections"]
+    assert collection["duplicates"] == 0 and "repair" not in collection
+
+
+def test_index_a_folder_with_a_file_name_that_is_not_utf8(
+    docs: Path, isolated_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import os
+
+    with open(os.path.join(os.fsencode(docs), b"bad\xff.md"), "wb") as handle:
+        handle.write(b"# Odd name\n\nA note whose file name is Latin-1 bytes.\n")
+    data = str(isolated_env / "data")
+    code, out, _ = _run(capsys, "--data-dir", data, "index", str(docs), "--json")
+    assert code == 0
+    report = json.loads(out)
+    assert report["files_indexed"] == 2
+    reasons = {s["path"]: s["reason"] for s in report["skipped"]}
+    assert "not valid UTF-8" in reasons["bad\\xff.md"]
+    code, out, _ = _run(capsys, "--data-dir", data, "index", str(docs))
+    assert code == 0 and "skipped bad\\xff.md" in out

@@ -31,12 +31,13 @@ def test_search_readable(docs: Path, capsys: pytest.CaptureFixture[str]) -> None
 
 
 def test_bad_input_is_a_clear_error(docs: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["search", "  ", str(docs)]) == 1
-    assert "query is empty" in capsys.readouterr().err
+    # usage errors (exit 2) are caught by the argument parser; a missing folder is an error (exit 1)
+    assert main(["search", "  ", str(docs)]) == 2
+    assert "argument query: must not be empty" in capsys.readouterr().err
     assert main(["search", "x", str(docs / "missing")]) == 1
     assert "does not exist" in capsys.readouterr().err
-    assert main(["search", "x", str(docs), "--limit", "0"]) == 1
-    assert "limit" in capsys.readouterr().err
+    assert main(["search", "x", str(docs), "--limit", "0"]) == 2
+    assert "--limit: must be at least 1" in capsys.readouterr().err
 
 
 def test_explain_shows_the_analysis(docs: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -71,3 +71,66 @@ def test_secrets_come_from_the_environment_and_stay_hidden(monkeypatch: pytest.M
 def test_missing_explicit_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="does not exist"):
         load_settings(tmp_path / "nope.toml")
+
+
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        (
+            "[router]\nweights = { documents = inf }\n",
+            "router.weights.documents: Input should be a finite number",
+        ),
+        ("[router]\nweights = { documents = nan }\n", "router.weights.documents"),
+        ("[router]\nweights = { documents = -1.0 }\n", "greater than or equal to 0"),
+        (
+            "[router]\nprovider_timeout_s = inf\n",
+            "router.provider_timeout_s: Input should be a finite number",
+        ),
+        ("[web]\nsearch_ttl_s = inf\n", "web.search_ttl_s"),
+    ],
+)
+def test_every_number_is_finite_and_weights_are_not_negative(tmp_path: Path, toml: str, message: str) -> None:
+    (tmp_path / "simone.toml").write_text(toml)
+    with pytest.raises(ConfigError, match=message):
+        load_settings()
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ('{"documents": Infinity}', "finite"),
+        ('{"documents": NaN}', "router.weights.documents"),
+        ("notjson", "SIMONE_ROUTER__WEIGHTS"),
+    ],
+)
+def test_environment_values_are_config_errors_naming_the_variable(
+    monkeypatch: pytest.MonkeyPatch, value: str, message: str
+) -> None:
+    monkeypatch.setenv("SIMONE_ROUTER__WEIGHTS", value)
+    with pytest.raises(ConfigError, match=message) as caught:
+        load_settings()
+    text = str(caught.value)
+    assert "\n" not in text and "SIMONE_ROUTER__WEIGHTS" in text
+    assert value not in text, "values are never echoed (they may be secrets)"
+
+
+def test_a_config_file_that_is_not_utf8_is_a_config_error(tmp_path: Path) -> None:
+    (tmp_path / "simone.toml").write_bytes(b"[router]\nrrf_k = 30  # caf\xe9\n")
+    with pytest.raises(ConfigError, match=r"is not UTF-8 text \(byte 0xe9 at offset 26\) — save it as UTF-8"):
+        load_settings()
+
+
+def test_config_errors_are_one_line_and_say_where_to_fix_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "simone.toml").write_text("[router]\nrrf_k = 0\ndefault_limit = 0\n")
+    with pytest.raises(ConfigError) as caught:
+        load_settings()
+    text = str(caught.value)
+    assert "\n" not in text and "For further information" not in text
+    assert text.endswith(f"— fix it in {tmp_path / 'simone.toml'}")
+    monkeypatch.setenv("SIMONE_ROUTER__RRF_K", "-3")
+    with pytest.raises(ConfigError, match=r"— fix it in SIMONE_ROUTER__RRF_K or .*simone\.toml"):
+        load_settings()
+    with pytest.raises(ConfigError, match="is a directory"):
+        load_settings(tmp_path)
