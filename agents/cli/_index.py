@@ -24,7 +24,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
-from simone.agents.cli._settings import settings_from_args
+from simone.agents.cli._render import make_console
+from simone.agents.cli._settings import collection_name, nonempty_path, nonempty_text, settings_from_args
 from simone.providers.documents import DocumentIndex, IndexReport
 from simone.runtime import InvalidRequest
 
@@ -40,7 +41,9 @@ def register(subparsers: Any) -> None:
         description="Index files and folders. Unchanged files are skipped, vanished files are removed, "
         "and only new text is embedded. Rows whose embedder is unavailable wait as pending.",
     )
-    parser.add_argument("paths", nargs="*", metavar="PATH", help="files or folders to index")
+    parser.add_argument(
+        "paths", nargs="*", metavar="PATH", type=nonempty_path, help="files or folders to index"
+    )
     parser.add_argument(
         "--embed-pending",
         action="store_true",
@@ -51,8 +54,12 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="build the vector indexes afresh (after many small updates to a large collection)",
     )
-    parser.add_argument("--project", default="", help="the project the chunks belong to (default: none)")
-    parser.add_argument("--collection", default=None, help="the collection (default: index.collection)")
+    parser.add_argument(
+        "--project", type=nonempty_text, default=None, help="the project the chunks belong to (default: none)"
+    )
+    parser.add_argument(
+        "--collection", type=collection_name, default=None, help="the collection (default: index.collection)"
+    )
     parser.add_argument(
         "--no-embed", action="store_true", help="store new chunks as pending (lexical search only for now)"
     )
@@ -67,7 +74,7 @@ async def run(args: argparse.Namespace) -> int:
     if not args.paths and not args.embed_pending and not args.rebuild_ann:
         raise InvalidRequest("give at least one PATH to index, or --embed-pending, or --rebuild-ann")
     settings = settings_from_args(args)
-    console = Console(stderr=True)
+    console = make_console(stderr=True)
     reports: list[IndexReport] = []
     rebuilt: list[str] = []
     async with DocumentIndex.open(settings, collection=args.collection) as index:
@@ -85,7 +92,7 @@ async def run(args: argparse.Namespace) -> int:
             if args.paths:
                 reports.append(
                     await index.index_paths(
-                        args.paths, project=args.project, progress=progress, embed=not args.no_embed
+                        args.paths, project=args.project or "", progress=progress, embed=not args.no_embed
                     )
                 )
             if args.embed_pending:
@@ -99,7 +106,7 @@ async def run(args: argparse.Namespace) -> int:
         payload = combined(reports, collection=index.name, space=space).to_dict() | {"rebuilt_ann": rebuilt}
         sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
     else:
-        out = Console()
+        out = make_console()
         for report in reports:
             print_summary(report, out)
         for note in rebuilt:

@@ -75,6 +75,9 @@ ERROR = 1
 CASES: list[tuple[list[str], dict[str, str], int]] = [
     # empty, negative and non-UTF-8 arguments: the argument parser refuses them (usage, 2)
     (["memory", "search", ""], {}, USAGE),
+    (["index", "{root}/docs", "--project", ""], {}, USAGE),
+    (["index", "{root}/docs", "--collection", "bad!name"], {}, USAGE),
+    (["index", ""], {}, USAGE),
     (["memory", "search", "   "], {}, USAGE),
     (["memory", "search", NOT_UTF8], {}, USAGE),
     (["memory", "search", "x", "--limit", "-5"], {}, USAGE),
