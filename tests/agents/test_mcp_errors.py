@@ -11,8 +11,8 @@ from mcp import Client
 from pydantic import BaseModel, ConfigDict
 from simone.agents import Runtime
 from simone.agents._mcp import build_server
-from simone.agents._tools import AgentProfile, Tool
-from simone.runtime import Caller, InvalidRequest, Settings, TrustedContext
+from simone.agents._tools import AgentProfile, Tool, ToolContext
+from simone.runtime import Caller, InvalidRequest, Settings
 
 
 class _Args(BaseModel):
@@ -24,11 +24,11 @@ class _Echo(BaseModel):
     text: str
 
 
-async def _crash(context: TrustedContext, args: _Args) -> _Echo:
+async def _crash(context: ToolContext, args: _Args) -> _Echo:
     raise KeyError("terms")
 
 
-async def _grouped(context: TrustedContext, args: _Args) -> _Echo:
+async def _grouped(context: ToolContext, args: _Args) -> _Echo:
     async def fail() -> None:
         raise InvalidRequest("the query is empty")
 
@@ -37,7 +37,7 @@ async def _grouped(context: TrustedContext, args: _Args) -> _Echo:
     return _Echo(text="unreachable")
 
 
-async def _echo(context: TrustedContext, args: _Args) -> _Echo:
+async def _echo(context: ToolContext, args: _Args) -> _Echo:
     return _Echo(text=args.text + "\ud800")
 
 
