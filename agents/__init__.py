@@ -48,6 +48,7 @@ from simone.agents._loop import (
 )
 from simone.agents._openai_chat import OpenAIChatModel as OpenAIChatModel
 from simone.agents._orchestrator import Orchestrator as Orchestrator
+from simone.agents._providers import BUILTIN_FACTORIES as BUILTIN_FACTORIES
 from simone.agents._research import (
     WorkflowResearchRunner as WorkflowResearchRunner,
     open_web_research as open_web_research,
@@ -60,7 +61,6 @@ from simone.agents._runtime import (
     memory_tools as memory_tools,
 )
 from simone.agents._session import (
-    DEPTH_PRESETS as DEPTH_PRESETS,
     ChildGroup as ChildGroup,
     ChildHandle as ChildHandle,
     ResearchCaps as ResearchCaps,
@@ -85,8 +85,10 @@ from simone.agents._tools import (
     ToolRegistry as ToolRegistry,
     UnknownTool as UnknownTool,
 )
+from simone.workflows.research import DEPTH_PRESETS as DEPTH_PRESETS
 
 __all__ = (
+    "BUILTIN_FACTORIES",
     "CONTAINMENT_NOTICE",
     "DEPTH_PRESETS",
     "ORCHESTRATOR",

@@ -7,22 +7,17 @@ context is always the session's.
 
 from __future__ import annotations
 
-from typing import Annotated
+from enum import StrEnum
+from typing import Annotated, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
-from simone.agents._session import (
-    DEPTH_PRESETS,
-    NOT_CONFIGURED_HINT,
-    Depth,
-    Freshness,
-    ResearchCaps,
-    ResearchRunner,
-    Session,
-    child_budget,
-)
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, create_model
+from simone.agents._session import ResearchCaps, ResearchRunner, Session, child_budget
 from simone.agents._tools import Tool, ToolContext
 from simone.runtime import (
+    MAX_QUERY_CHARS,
     BudgetExceeded,
+    Depth,
+    Freshness,
     ProviderKind,
     ProviderNotConfigured,
     ProviderSelection,
@@ -30,7 +25,9 @@ from simone.runtime import (
     RetrievalResult,
     Router,
     SearchMode,
+    web_not_configured,
 )
+from simone.workflows.research import MAX_QUESTION_CHARS, WebResearchResult, depth_preset
 from simone.workflows.retrieval import SelectionDecision, SelectionPolicy, retrieve, select
 
 
@@ -38,10 +35,17 @@ class _Args(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class RetrieveContextArgs(_Args):
-    """Arguments of ``retrieve_context``."""
+def _names(enum: type[StrEnum]) -> WithJsonSchema:
+    """A StrEnum field shown to models as an inline string enum (as a ``Literal`` would be)."""
+    return WithJsonSchema(
+        {"enum": [member.value for member in enum], "title": enum.__name__, "type": "string"}
+    )
 
-    query: Annotated[str, Field(min_length=1, max_length=8192, description="what to look for")]
+
+class RetrieveContextArgs(_Args):
+    """Arguments of ``retrieve_context`` (the query's limit is ``router.max_query_chars``: see :func:`builtin_tools`)."""
+
+    query: Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS, description="what to look for")]
     limit: Annotated[int, Field(ge=1, le=50, description="how many items to consider")] = 10
     max_tokens: Annotated[int | None, Field(ge=1, description="evidence token budget")] = None
     mode: SearchMode | None = None
@@ -53,18 +57,39 @@ class RetrieveContextArgs(_Args):
 class RetrieveMemoryArgs(_Args):
     """Arguments of ``retrieve_memory``."""
 
-    query: Annotated[str, Field(min_length=1, max_length=8192)]
+    query: Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)]
     limit: Annotated[int, Field(ge=1, le=50)] = 10
 
 
 class ResearchArgs(_Args):
     """Arguments of ``delegate_research`` and ``web_research``."""
 
-    question: Annotated[str, Field(min_length=1, max_length=2000, description="the question to research")]
-    depth: Depth = "standard"
-    freshness: Freshness = "auto"
+    question: Annotated[
+        str, Field(min_length=1, max_length=MAX_QUESTION_CHARS, description="the question to research")
+    ]
+    depth: Annotated[Depth, _names(Depth)] = Depth.STANDARD
+    freshness: Annotated[Freshness, _names(Freshness)] = Freshness.AUTO
     max_queries: Annotated[int | None, Field(ge=0, description="at most this many searches")] = None
     max_fetches: Annotated[int | None, Field(ge=0, description="at most this many page fetches")] = None
+
+
+QueryArgsT = TypeVar("QueryArgsT", RetrieveContextArgs, RetrieveMemoryArgs)
+
+
+def with_query_limit(model: type[QueryArgsT], max_query_chars: int) -> type[QueryArgsT]:
+    """``model`` with its ``query`` limited to ``max_query_chars`` (the model itself at the default).
+
+    The tools validate a query against the configured ``router.max_query_chars``, and the JSON schema a
+    chat model sees says the same limit.
+    """
+    field = model.model_fields["query"]
+    if max_query_chars == MAX_QUERY_CHARS:
+        return model
+    query = Annotated[str, Field(min_length=1, max_length=max_query_chars, description=field.description)]
+    limited: type[QueryArgsT] = create_model(  # a subclass: isinstance checks on the model still hold
+        model.__name__, __base__=model, __module__=model.__module__, __doc__=model.__doc__, query=(query, ...)
+    )
+    return limited
 
 
 def _clamp_tokens(tool_context: ToolContext, wanted: int | None) -> int:
@@ -115,12 +140,14 @@ def builtin_tools(
     *,
     policy: SelectionPolicy | None = None,
     research: ResearchRunner | None = None,
-    max_query_chars: int = 8192,
+    max_query_chars: int = MAX_QUERY_CHARS,
     child_wall_s: float = 60.0,
 ) -> list[Tool[BaseModel]]:
     """The built-in tools over ``router`` (retrieval) and ``research`` (the researcher's web research).
 
-    ``child_wall_s`` is the wall time of a researcher child spawned by ``delegate_research``.
+    ``max_query_chars`` is the longest query the retrieval tools' argument models accept (the runtime
+    passes ``router.max_query_chars``); ``child_wall_s`` is the wall time of a researcher child spawned
+    by ``delegate_research``.
     """
 
     async def retrieve_context(tool_context: ToolContext, args: RetrieveContextArgs) -> RetrievalResult:
@@ -160,7 +187,7 @@ def builtin_tools(
         _charge(tool_context, result)
         return result
 
-    async def delegate_research(tool_context: ToolContext, args: ResearchArgs) -> BaseModel:
+    async def delegate_research(tool_context: ToolContext, args: ResearchArgs) -> WebResearchResult:
         session = tool_context.session
         if not isinstance(session, Session):
             raise ProviderNotConfigured("delegate_research needs a session to spawn the researcher from")
@@ -171,12 +198,11 @@ def builtin_tools(
             args.question, depth=args.depth, budget=wanted, freshness=args.freshness
         )
 
-    async def web_research(tool_context: ToolContext, args: ResearchArgs) -> BaseModel:
+    async def web_research(tool_context: ToolContext, args: ResearchArgs) -> WebResearchResult:
         if research is None:
-            raise ProviderNotConfigured(
-                f"web research is not configured: {NOT_CONFIGURED_HINT}", provider="web-search"
-            )
-        queries, fetches, tokens = DEPTH_PRESETS[args.depth]
+            raise ProviderNotConfigured(web_not_configured(), provider="web-search")
+        preset = depth_preset(args.depth)
+        queries, fetches, tokens = preset.queries, preset.fetches, preset.context_tokens
         if args.max_queries is not None:
             queries = min(queries, args.max_queries)
         if args.max_fetches is not None:
@@ -217,13 +243,13 @@ def builtin_tools(
                 "Find evidence for a query in memory and the indexed documents (providers chosen by the "
                 "selection policy; web search is only for the researcher). Returns numbered evidence."
             ),
-            args=RetrieveContextArgs,
+            args=with_query_limit(RetrieveContextArgs, max_query_chars),
             handler=retrieve_context,  # type: ignore[arg-type]
         ),
         Tool(
             name="retrieve_memory",
             description="Search only the actor's structured and session memory.",
-            args=RetrieveMemoryArgs,
+            args=with_query_limit(RetrieveMemoryArgs, max_query_chars),
             handler=retrieve_memory,  # type: ignore[arg-type]
         ),
         Tool(

@@ -131,13 +131,7 @@ async def run_tool_loop(
             response = await model.complete(history, tools=specs, max_tokens=left)
         except ProviderError as exc:
             outcome.stop_reason = "model_failed"
-            outcome.failure = ProviderFailure(
-                provider=f"chat:{model.name}",
-                kind=exc.kind,
-                message=exc.message,
-                retryable=exc.retryable,
-                retry_after_s=exc.retry_after_s,
-            )
+            outcome.failure = ProviderFailure.from_error(f"chat:{model.name}", exc)
             record.append(StepRecord(step=step, action="model", detail=exc.message, outcome="error"))
             return outcome
         outcome.usage = outcome.usage + response.usage

@@ -17,15 +17,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel
 from simone.agents._chat import ChatMessage, ChatModel
 from simone.agents._evidence import CONTAINMENT_NOTICE, EvidenceLedger
 from simone.agents._loop import LoopLimits, run_tool_loop
-from simone.agents._session import NOT_CONFIGURED_HINT, Depth, Session
+from simone.agents._session import Session, research_result
 from simone.agents._synthesis import Answer, Citation, ExtractiveModel, StepRecord, finalize
 from simone.agents._tools import ORCHESTRATOR
-from simone.runtime import BudgetExceeded, Evidence, ProviderError, ProviderKind, RetrievalResult, Status
-from simone.workflows.retrieval import DEFAULT_RULES, SelectionPolicy
+from simone.runtime import (
+    WEB_BACKEND_HINT,
+    BudgetExceeded,
+    Depth,
+    DepthName,
+    Evidence,
+    ProviderError,
+    ProviderKind,
+    RetrievalResult,
+    Status,
+)
+from simone.workflows.research import WebResearchResult
+from simone.workflows.retrieval import SelectionPolicy
 
 SYSTEM_PROMPT = (
     "You are the orchestrator of simone. {role}\n"
@@ -35,17 +45,14 @@ SYSTEM_PROMPT = (
 )
 
 
-def web_reasons(policy: SelectionPolicy | None, question: str, session: Session) -> list[str]:
-    """Why the policy's web-search rules consider ``question`` one for the web (empty: they do not)."""
-    rules = policy.rules if policy is not None else DEFAULT_RULES
-    reasons: list[str] = []
-    for rule in rules:
-        if ProviderKind.WEB_SEARCH.value not in rule.select or rule.callers:
-            continue
-        fired, why = rule.evaluate(question, session.context)
-        if fired:
-            reasons.append(f"rule {rule.name}: {rule.reason} ({why})")
-    return reasons
+def web_reasons(result: RetrievalResult) -> list[str]:
+    """Why the selection rules wanted the web for ``result``'s question (empty: they did not).
+
+    Read from the decision the retrieval made (``result.request.unserved``: web rules that fired but
+    asked nobody, since the orchestrator may not search the web), so the policy runs once.
+    """
+    web = ProviderKind.WEB_SEARCH.value
+    return [s.reason for s in result.request.unserved if s.provider == web]
 
 
 _SOURCE_WORDS = {
@@ -85,14 +92,9 @@ def abstention_text(results: list[RetrievalResult], researched: bool) -> str:
     )
 
 
-def _research_view(result: BaseModel) -> tuple[list[Evidence], list[str], str, float | None]:
-    evidence = [e for e in getattr(result, "evidence", []) if isinstance(e, Evidence)]
-    notes = [str(n) for n in getattr(result, "limitations", []) or []]
-    status = getattr(result, "status", "")
-    status_text = str(getattr(status, "value", status))
-    confidence: Any = getattr(result, "confidence", None)
-    value = getattr(confidence, "value", getattr(confidence, "score", confidence))
-    return evidence, notes, status_text, float(value) if isinstance(value, int | float) else None
+def _research_view(result: WebResearchResult) -> tuple[list[Evidence], list[str], str, float]:
+    """A research result's evidence, limitations, status and confidence."""
+    return list(result.evidence), list(result.limitations), result.status.value, result.confidence.value
 
 
 class Orchestrator:
@@ -101,7 +103,8 @@ class Orchestrator:
     Args:
         model: a chat model for the tool-calling loop (``None``: the deterministic extractive plan).
         extractive: the extractive model (default one built on the shared analysis).
-        policy: the selection policy (its web rules also decide delegation).
+        policy: the selection policy the runtime's tools use; its web rules decide delegation, read from
+            the decision ``retrieve_context`` recorded (``result.request.unserved``).
         fallback_to_extractive: when the chat model fails, answer with the deterministic plan.
         limits: the loop's bounds.
         min_coverage: below this share of the question's terms covered locally, delegate.
@@ -119,7 +122,7 @@ class Orchestrator:
         limits: LoopLimits | None = None,
         min_coverage: float = 0.5,
         confidence_floor: float = 0.35,
-        depth: Depth = "standard",
+        depth: Depth | DepthName = Depth.STANDARD,
     ) -> None:
         self.model = model
         self.extractive = extractive or ExtractiveModel()
@@ -128,7 +131,7 @@ class Orchestrator:
         self.limits = limits or LoopLimits()
         self.min_coverage = min_coverage
         self.confidence_floor = confidence_floor
-        self.depth: Depth = depth
+        self.depth = Depth(depth)
 
     async def answer(self, session: Session, question: str) -> Answer:
         """Answer ``question`` in ``session`` (an orchestrator session).
@@ -164,7 +167,7 @@ class Orchestrator:
         ledger.add(local.evidence)
         text, citations, coverage = self.extractive.compose(question, ledger.numbered())
 
-        reasons = web_reasons(self.policy, question, session)
+        reasons = web_reasons(local)
         if not local.evidence:
             reasons.append(f"memory and the documents returned nothing usable ({local.status.value})")
         elif coverage < self.min_coverage:
@@ -173,11 +176,11 @@ class Orchestrator:
             why = "; ".join(reasons)
             if session.research is None:
                 steps.append(StepRecord(step=2, action="delegate_research", detail=why, outcome="skipped"))
-                limitations.append(f"this question needs web research ({why}), but {NOT_CONFIGURED_HINT}")
+                limitations.append(f"this question needs web research ({why}), but {WEB_BACKEND_HINT}")
             else:
                 try:
-                    result = await session.call(
-                        "delegate_research", {"question": question, "depth": self.depth}
+                    result = research_result(
+                        await session.call("delegate_research", {"question": question, "depth": self.depth})
                     )
                 except (BudgetExceeded, ProviderError) as exc:
                     steps.append(
@@ -243,7 +246,7 @@ class Orchestrator:
             if isinstance(result, RetrievalResult):
                 retrievals.append(result)
                 limitations.extend(result.limitations)
-            elif hasattr(result, "confidence") and hasattr(result, "evidence"):
+            elif isinstance(result, WebResearchResult):
                 _, notes_r, status, confidence = _research_view(result)
                 research.append(result.model_dump(mode="json"))
                 limitations.extend(f"research: {note}" for note in notes_r)

@@ -11,13 +11,12 @@ import time
 from contextlib import AsyncExitStack
 from typing import Any
 
-from pydantic import BaseModel
 from simone.agents._session import ResearchCaps, ResearchSpend
-from simone.runtime import Caller, Freshness, InvalidResponse, Provider, Settings, TrustedContext, WebSettings
+from simone.runtime import Caller, InvalidResponse, Provider, Settings, TrustedContext, WebSettings
 from simone.workflows.research import (
-    Depth,
     ResearchStatus,
     StopReason,
+    WebResearch,
     WebResearchRequest,
     WebResearchResult,
     critique,
@@ -39,21 +38,21 @@ class WorkflowResearchRunner:
         settings: the web settings (hard caps, confidence floor).
     """
 
-    def __init__(self, research: Any, settings: WebSettings) -> None:
+    def __init__(self, research: WebResearch, settings: WebSettings) -> None:
         self.research = research
         self.settings = settings
 
     def _request(self, question: str, caps: ResearchCaps) -> WebResearchRequest:
         return WebResearchRequest.create(
             question,
-            depth=Depth(caps.depth),
+            depth=caps.depth,
             max_queries=max(1, caps.max_queries),
             max_fetches=caps.max_fetches,
             max_context_tokens=max(1, caps.max_context_tokens),
-            freshness=Freshness(caps.freshness),
+            freshness=caps.freshness,
         )
 
-    async def run(self, question: str, context: TrustedContext, caps: ResearchCaps) -> BaseModel:
+    async def run(self, question: str, context: TrustedContext, caps: ResearchCaps) -> WebResearchResult:
         """Research ``question`` for the researcher ``context`` within ``caps``."""
         if caps.max_queries < 1 or caps.max_context_tokens < 1:
             return self.interrupted(
@@ -62,10 +61,9 @@ class WorkflowResearchRunner:
         deadline = time.time() + caps.wall_s
         if context.deadline is None or deadline < context.deadline:
             context = context.model_copy(update={"deadline": deadline})
-        result: BaseModel = await self.research.run(self._request(question, caps), context)
-        return result
+        return await self.research.run(self._request(question, caps), context)
 
-    def interrupted(self, question: str, caps: ResearchCaps, reason: str) -> BaseModel:
+    def interrupted(self, question: str, caps: ResearchCaps, reason: str) -> WebResearchResult:
         """A ``budget_exhausted`` result for a run stopped before it could finish (nothing invented)."""
         request = self._request(question, caps)
         budget = resolve_budget(request, self.settings, context_tokens=max(1, caps.max_context_tokens))
@@ -88,9 +86,9 @@ class WorkflowResearchRunner:
             limitations=[reason + "; no web evidence was gathered"],
         )
 
-    def spend(self, result: BaseModel) -> ResearchSpend:
+    def spend(self, result: WebResearchResult) -> ResearchSpend:
         """What a WebResearchResult says it used."""
-        if not isinstance(result, WebResearchResult):
+        if not isinstance(result, WebResearchResult):  # a runtime guard for untyped callers
             raise InvalidResponse(
                 f"the research runner returned {type(result).__name__}, not a WebResearchResult"
             )
@@ -114,7 +112,6 @@ async def open_web_research(
     if not web_configured(settings):
         return None
     from simone.providers.web import open_web
-    from simone.workflows.research import WebResearch
 
     web = await stack.enter_async_context(open_web(settings, **web_options))
     runner = WorkflowResearchRunner(WebResearch.from_stack(web), settings.web)

@@ -7,10 +7,11 @@
         answer = await runtime.ask(context, "How does simone fuse rankings?")
         print(answer.render())
 
-It opens the document index, the memory store and (when a search backend is configured) the web
-research pieces, registers their providers with one router and their tools with one registry, and
-serves ``admit``, ``retrieve``, ``research`` and ``ask``. Every part can be swapped: pass your own
-providers, policy, chat model or research runner.
+It opens every provider factory the settings enable (:data:`~simone.runtime.PROVIDER_FACTORIES`: the
+document index, the memory store and — when a search backend is configured — the web research pieces,
+plus any registered provider of your own), registers their providers with one router and their tools
+with one registry, and serves ``admit``, ``retrieve``, ``research`` and ``ask``. Every part can be
+swapped: pass your own providers, factories, policy, chat model or research runner.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 from pydantic import BaseModel
@@ -29,22 +30,34 @@ from simone.agents._chat import ChatModel
 from simone.agents._loop import LoopLimits
 from simone.agents._openai_chat import OpenAIChatModel
 from simone.agents._orchestrator import Orchestrator
-from simone.agents._session import Depth, ResearchRunner, Session, child_budget
+from simone.agents._providers import discover_provider_packages, documents_of, memory_store_of, research_of
+from simone.agents._session import ResearchRunner, Session, child_budget, research_result
 from simone.agents._synthesis import Answer, ExtractiveModel
 from simone.agents._tools import ORCHESTRATOR, RESEARCHER, AgentProfile, Tool, ToolContext, ToolRegistry
 from simone.runtime import (
+    PROVIDER_FACTORIES,
     Analyzer,
     Caller,
     ConfigError,
+    Depth,
+    DepthName,
     InvalidRequest,
     Provider,
+    ProviderRegistry,
+    ProviderSetup,
     RetrievalResult,
     Router,
     Settings,
     TrustedContext,
     load_settings,
 )
+from simone.workflows.research import WebResearchResult
 from simone.workflows.retrieval import SelectionPolicy, retrieve
+
+if TYPE_CHECKING:
+    from simone.agents._providers import RuntimeMemoryStore
+    from simone.providers.documents import DocumentIndex
+    from simone.providers.memory import MemoryStore
 
 
 class ToolData(BaseModel):
@@ -54,7 +67,7 @@ class ToolData(BaseModel):
     data: dict[str, Any]
 
 
-def memory_tools(store: Any) -> list[Tool[Any]]:
+def memory_tools(store: MemoryStore) -> list[Tool[Any]]:
     """The memory tools of ``simone.providers.memory`` as registry tools (group ``memory``) over ``store``."""
     from simone.providers.memory import MEMORY_TOOLS
 
@@ -90,15 +103,20 @@ class Runtime:
     Args:
         settings: the configuration (``load_settings()`` when omitted).
         providers: extra providers of your own (registered with the router next to the built-ins).
-        documents: open the document index from the settings.
-        memory: open the SQLite memory from the settings.
-        web: set up web research from the settings (only when a search backend is configured).
+        documents: open the document index from the settings (the ``index`` factory).
+        memory: open the SQLite memory from the settings (the ``memory`` factory).
+        web: set up web research from the settings (the ``web`` factory; only when a search backend is
+            configured and no ``research`` runner is given).
         research: a research runner to use instead of the one built from the settings.
+        factories: the provider factories to open (default :data:`~simone.runtime.PROVIDER_FACTORIES`:
+            the built-ins and every registered one), each when its settings section enables it.
+        provider_options: per settings section, options for its factory (``ProviderSetup.options``).
         model: a chat model (default: from ``agents.chat_*`` settings, else the extractive model).
         policy: the provider-selection policy (default: DESIGN.md's rules).
         http_client: the ``httpx.AsyncClient`` for the chat model (one is opened otherwise).
         web_options: passed to :func:`~simone.providers.web.open_web` (``transport``, ``resolver``,
-            ``clock``, ``cache_dir``), e.g. to reach a loopback web in tests.
+            ``clock``, ``cache_dir``), e.g. to reach a loopback web in tests (the ``web`` factory's
+            ``provider_options``).
         remember_turns: in a conversation, ``ask`` appends the user's question to session memory (the
             answers are not stored, so simone never cites itself).
     """
@@ -117,6 +135,8 @@ class Runtime:
         http_client: httpx.AsyncClient | None = None,
         web_options: Mapping[str, Any] | None = None,
         remember_turns: bool = True,
+        factories: ProviderRegistry | None = None,
+        provider_options: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
         self.settings = settings if settings is not None else load_settings()
         self._extra = list(providers)
@@ -127,11 +147,14 @@ class Runtime:
         self.model = model
         self.policy = policy
         self._http = http_client
-        self._web_options = dict(web_options or {})
+        self._factories = factories
+        self._options: dict[str, Mapping[str, Any]] = dict(provider_options or {})
+        if web_options:
+            self._options["web"] = {**self._options.get("web", {}), **web_options}
         self.remember_turns = remember_turns
         self._stack: AsyncExitStack | None = None
-        self.documents: Any = None
-        self.memory_store: Any = None
+        self.documents: DocumentIndex | None = None
+        self.memory_store: RuntimeMemoryStore | None = None
         self.router: Router | None = None
         self.registry = ToolRegistry()
         self.orchestrator: Orchestrator | None = None
@@ -152,25 +175,46 @@ class Runtime:
         if stack is not None:
             await stack.aclose()
 
+    def _skipped(self) -> set[str]:
+        """The built-in sections the constructor's flags turn off."""
+        skipped = set()
+        if not self._want_documents:
+            skipped.add("index")
+        if not self._want_memory:
+            skipped.add("memory")
+        if not self._want_web or self.research_runner is not None:
+            skipped.add("web")
+        return skipped
+
     async def _start(self, stack: AsyncExitStack) -> None:
         settings = self.settings
         providers: list[Provider] = []
         tools: list[Tool[Any]] = []
-        if self._want_documents:
-            from simone.providers.documents import DocumentIndex
-
-            self.documents = await stack.enter_async_context(DocumentIndex.open(settings))
-            providers.append(self.documents.provider())
-        if self._want_memory:
-            from simone.providers.memory import MemoryProvider, SessionMemoryProvider, SQLiteMemoryStore
-
-            store = SQLiteMemoryStore.from_settings(settings)
-            self.memory_store = await stack.enter_async_context(store)
-            providers += [
-                MemoryProvider(store, max_limit=settings.memory.max_query_limit),
-                SessionMemoryProvider(store, max_limit=settings.memory.max_query_limit),
-            ]
-            tools += memory_tools(store)
+        rules: list[Mapping[str, Any]] = []
+        shared: dict[str, object] = {}
+        if self._factories is None:
+            discover_provider_packages()
+        skipped = self._skipped()
+        for factory in self._factories if self._factories is not None else PROVIDER_FACTORIES:
+            if factory.section in skipped or not factory.wanted(settings):
+                continue
+            setup = ProviderSetup(
+                settings=settings,
+                section=factory.section_of(settings),
+                stack=stack,
+                options=self._options.get(factory.section, {}),
+                shared=dict(shared),
+            )
+            opened = await factory.open(setup)
+            providers += opened.providers
+            shared.update(opened.shared)
+            rules += factory.rules
+        self.documents = documents_of(shared)
+        self.memory_store = memory_store_of(shared)
+        if self.memory_store is not None:
+            tools += memory_tools(self.memory_store)
+        if self.research_runner is None:
+            self.research_runner = research_of(shared)
         if self.model is None and settings.agents.chat_base_url and settings.agents.chat_model:
             client = self._http
             if client is None:
@@ -184,13 +228,6 @@ class Runtime:
                 timeout_s=settings.agents.chat_timeout_s,
                 max_retries=settings.agents.chat_max_retries,
             )
-        if self.research_runner is None and self._want_web:
-            from simone.agents._research import open_web_research
-
-            opened = await open_web_research(settings, stack, **self._web_options)
-            if opened is not None:
-                self.research_runner, web_provider = opened
-                providers.append(web_provider)
         providers += self._extra
         router_settings = settings.router
         self.router = Router(
@@ -202,10 +239,11 @@ class Runtime:
             min_truncation_tokens=router_settings.min_truncation_tokens,
         )
         if self.policy is None and (
-            settings.agents.selection_rules or not settings.agents.selection_defaults
+            settings.agents.selection_rules or rules or not settings.agents.selection_defaults
         ):
             self.policy = SelectionPolicy.from_data(
-                settings.agents.selection_rules, include_defaults=settings.agents.selection_defaults
+                [*settings.agents.selection_rules, *rules],
+                include_defaults=settings.agents.selection_defaults,
             )
         self.registry = ToolRegistry()
         self.registry.extend(
@@ -292,22 +330,22 @@ class Runtime:
         return await retrieve(router, router.request(query, **fields), context, policy=self.policy)
 
     async def research(
-        self, context: TrustedContext, question: str, *, depth: Depth | None = None
-    ) -> BaseModel:
+        self, context: TrustedContext, question: str, *, depth: Depth | DepthName | None = None
+    ) -> WebResearchResult:
         """Bounded web research: from an orchestrator context it runs in a researcher child session.
 
-        Returns the structured WebResearchResult.
+        Returns the structured :class:`~simone.workflows.research.WebResearchResult`.
 
         Raises:
             ProviderNotConfigured: no search backend is configured.
         """
         self._ready()
-        chosen: Depth = depth or self.settings.agents.research_depth
+        chosen = Depth(depth or self.settings.agents.research_depth)
         session = self.session(context)
         if context.caller is Caller.ORCHESTRATOR:
             budget = child_budget(chosen, wall_s=self.settings.agents.child_wall_s)
             return await session.delegate(question, depth=chosen, budget=budget)
-        return await session.call("web_research", {"question": question, "depth": chosen})
+        return research_result(await session.call("web_research", {"question": question, "depth": chosen}))
 
     async def ask(
         self, context: TrustedContext | Event | Mapping[str, Any], question: str | None = None

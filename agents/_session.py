@@ -21,10 +21,20 @@ from pydantic import BaseModel, ConfigDict, Field
 from simone.agents._admission import derive
 from simone.agents._budget import Budget, BudgetLedger
 from simone.agents._tools import RESEARCHER, AgentProfile, ToolContext, ToolRegistry
-from simone.runtime import Caller, ProviderNotConfigured, ProviderUnavailable, ScopeViolation, TrustedContext
-
-Depth = Literal["basic", "standard", "deep"]
-Freshness = Literal["auto", "fresh", "cached"]
+from simone.runtime import (
+    WEB_BACKEND_HINT,
+    Caller,
+    Depth,
+    DepthName,
+    Freshness,
+    InvalidResponse,
+    ProviderNotConfigured,
+    ProviderUnavailable,
+    ScopeViolation,
+    TrustedContext,
+    web_not_configured,
+)
+from simone.workflows.research import WebResearchResult, depth_preset
 
 
 class ResearchCaps(BaseModel):
@@ -32,12 +42,12 @@ class ResearchCaps(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    depth: Depth = "standard"
+    depth: Depth = Depth.STANDARD
     max_queries: Annotated[int, Field(ge=0)]
     max_fetches: Annotated[int, Field(ge=0)]
     max_context_tokens: Annotated[int, Field(ge=0)]
     wall_s: Annotated[float, Field(gt=0)]
-    freshness: Freshness = "auto"
+    freshness: Freshness = Freshness.AUTO
 
 
 class ResearchSpend(BaseModel):
@@ -51,23 +61,34 @@ class ResearchSpend(BaseModel):
 
 
 class ResearchRunner(Protocol):
-    """Runs bounded web research for a researcher context and returns a structured result.
+    """Runs bounded web research for a researcher context and returns a :class:`WebResearchResult`.
 
     ``run`` must respect ``caps``; ``interrupted`` builds the ``budget_exhausted`` result of a run
     stopped from outside (its wall time ran out); ``spend`` reads what a result used.
     """
 
-    async def run(self, question: str, context: TrustedContext, caps: ResearchCaps) -> BaseModel:
+    async def run(self, question: str, context: TrustedContext, caps: ResearchCaps) -> WebResearchResult:
         """Research ``question`` within ``caps``."""
         ...
 
-    def interrupted(self, question: str, caps: ResearchCaps, reason: str) -> BaseModel:
+    def interrupted(self, question: str, caps: ResearchCaps, reason: str) -> WebResearchResult:
         """The result of a run stopped before it finished."""
         ...
 
-    def spend(self, result: BaseModel) -> ResearchSpend:
+    def spend(self, result: WebResearchResult) -> ResearchSpend:
         """What ``result`` says was used."""
         ...
+
+
+def research_result(result: BaseModel) -> WebResearchResult:
+    """``result`` as the :class:`WebResearchResult` a research tool must return.
+
+    Raises:
+        InvalidResponse: it is something else (a tool replaced by one that breaks the contract).
+    """
+    if not isinstance(result, WebResearchResult):
+        raise InvalidResponse(f"web research returned {type(result).__name__}, not a WebResearchResult")
+    return result
 
 
 ChildStatus = Literal["pending", "running", "done", "cancelled", "failed"]
@@ -80,9 +101,9 @@ class ChildHandle:
     question: str
     budget: Budget
     depth: Depth
-    freshness: Freshness = "auto"
+    freshness: Freshness = Freshness.AUTO
     status: ChildStatus = "pending"
-    result: BaseModel | None = None
+    result: WebResearchResult | None = None
     error: str | None = None
     _scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     _done: anyio.Event = field(default_factory=anyio.Event)
@@ -91,7 +112,7 @@ class ChildHandle:
         """Cancel this child (its reservation returns to the parent; status becomes ``cancelled``)."""
         self._scope.cancel()
 
-    async def wait(self) -> BaseModel | None:
+    async def wait(self) -> WebResearchResult | None:
         """Wait until the child ends; its result (``None`` when cancelled or failed)."""
         await self._done.wait()
         return self.result
@@ -146,9 +167,9 @@ class Session:
         self,
         question: str,
         *,
-        depth: Depth = "standard",
+        depth: Depth | DepthName = Depth.STANDARD,
         budget: Budget | None = None,
-        freshness: Freshness = "auto",
+        freshness: Freshness = Freshness.AUTO,
     ) -> ChildHandle:
         """Reserve a researcher child: its budget is carved from this session's now; launch it in a group.
 
@@ -157,11 +178,11 @@ class Session:
             ProviderNotConfigured: no research runner is configured.
         """
         if self.research is None:
-            raise ProviderNotConfigured(
-                f"web research is not configured: {NOT_CONFIGURED_HINT}", provider="web-search"
-            )
+            raise ProviderNotConfigured(web_not_configured(), provider="web-search")
         carved = self.ledger.carve(budget or DEFAULT_CHILD_BUDGET)
-        handle = ChildHandle(question=question, budget=carved, depth=depth, freshness=freshness)
+        handle = ChildHandle(
+            question=question, budget=carved, depth=Depth(depth), freshness=Freshness(freshness)
+        )
         self.children.append(handle)
         return handle
 
@@ -173,10 +194,10 @@ class Session:
         self,
         question: str,
         *,
-        depth: Depth = "standard",
+        depth: Depth | DepthName = Depth.STANDARD,
         budget: Budget | None = None,
-        freshness: Freshness = "auto",
-    ) -> BaseModel:
+        freshness: Freshness = Freshness.AUTO,
+    ) -> WebResearchResult:
         """Run one researcher child to completion and return its structured result."""
         handle = self.reserve(
             question, depth=depth, budget=budget, freshness=freshness
@@ -192,31 +213,25 @@ class Session:
         return handle.result
 
 
-NOT_CONFIGURED_HINT = (
-    "no search backend is configured; set SIMONE_WEB__SEARXNG_URL (a SearXNG instance), "
-    "SIMONE_WEB__BRAVE_API_KEY or SIMONE_WEB__TAVILY_API_KEY"
-)
-"""What to tell a user who asks for web research without a backend."""
-
-DEPTH_PRESETS: dict[str, tuple[int, int, int]] = {
-    "basic": (1, 1, 1500),
-    "standard": (3, 2, 4000),
-    "deep": (6, 5, 10000),
-}
-"""(queries, fetches, context tokens) per research depth, as in DESIGN.md; requests may only lower them."""
+NOT_CONFIGURED_HINT = WEB_BACKEND_HINT
+"""What to tell a user who asks for web research without a backend (``simone.runtime.WEB_BACKEND_HINT``)."""
 
 
 def child_budget(
-    depth: Depth = "standard",
+    depth: Depth | DepthName = Depth.STANDARD,
     *,
     wall_s: float = 60.0,
     max_queries: int | None = None,
     max_fetches: int | None = None,
 ) -> Budget:
-    """What a researcher child asks for at ``depth`` (the parent's :meth:`BudgetLedger.carve` may lower it)."""
-    queries, fetches, tokens = DEPTH_PRESETS[depth]
+    """What a researcher child asks for at ``depth`` (the parent's :meth:`BudgetLedger.carve` may lower it).
+
+    Its queries, fetches and tokens are the depth's preset (``simone.workflows.research.DEPTH_PRESETS``).
+    """
+    preset = depth_preset(depth)
+    queries, fetches = preset.queries, preset.fetches
     return Budget(
-        tokens=tokens,
+        tokens=preset.context_tokens,
         queries=queries if max_queries is None else min(queries, max_queries),
         fetches=fetches if max_fetches is None else min(fetches, max_fetches),
         wall_s=wall_s,
@@ -224,7 +239,7 @@ def child_budget(
     )
 
 
-DEFAULT_CHILD_BUDGET = child_budget("standard")
+DEFAULT_CHILD_BUDGET = child_budget(Depth.STANDARD)
 """A researcher child's default share (the ``standard`` depth of DESIGN.md), lowered to what is left."""
 
 
@@ -245,7 +260,9 @@ class ChildGroup:
         assert self._group is not None
         return await self._group.__aexit__(*exc_info)
 
-    def spawn(self, question: str, *, depth: Depth = "standard", budget: Budget | None = None) -> ChildHandle:
+    def spawn(
+        self, question: str, *, depth: Depth | DepthName = Depth.STANDARD, budget: Budget | None = None
+    ) -> ChildHandle:
         """Start a researcher child with a budget carved from the parent's (see :meth:`Session.reserve`).
 
         Raises:
@@ -299,9 +316,15 @@ class ChildGroup:
         try:
             with handle._scope:
                 with anyio.move_on_after(handle.budget.wall_s) as timer:
-                    handle.result = await child.call(
-                        "web_research",
-                        {"question": handle.question, "depth": handle.depth, "freshness": handle.freshness},
+                    handle.result = research_result(
+                        await child.call(
+                            "web_research",
+                            {
+                                "question": handle.question,
+                                "depth": handle.depth,
+                                "freshness": handle.freshness,
+                            },
+                        )
                     )
                 if timer.cancelled_caught:
                     handle.result = runner.interrupted(

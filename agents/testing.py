@@ -1,5 +1,9 @@
 """Test doubles for agents: a scripted chat model. Reuse it instead of writing a new fake per test.
 
+The lower layers have their own faces: :mod:`simone.runtime.testing` (providers, an embedder, a clock)
+and :mod:`simone.providers.testing` (those, plus the loopback web, its fixture site, a loopback
+embedding server, memory's clock and ids).
+
 Example::
 
     model = ScriptedChatModel(

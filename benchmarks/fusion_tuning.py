@@ -87,22 +87,23 @@ class Recording(DocumentIndexProvider):
 
     last: dict[str, Any]
 
-    async def _evidence(
-        self, collection: Any, where: str, legs: Any, judged: Any, query_terms: Any, limit: int, **kw: Any
-    ) -> Any:  # type: ignore[override]
+    async def _evidence(self, search: Any, legs: Any, judged: Any) -> Any:
         self.last = {
             "legs": {leg: [(hit.id, float(hit.score)) for hit in hits] for leg, hits in legs.items()},
             "relevant": {
-                leg: {cid: v.relevant for cid, v in verdicts.items()} for leg, verdicts in judged.items()
+                leg: {cid: v.relevant for cid, v in verdicts.items()}
+                for leg, verdicts in judged.verdicts.items()
             },
             "margin": {
-                leg: next(iter(verdicts.values())).margin for leg, verdicts in judged.items() if verdicts
+                leg: next(iter(verdicts.values())).margin
+                for leg, verdicts in judged.verdicts.items()
+                if verdicts
             },
-            "terms": set(query_terms),
-            "limit": limit,
-            "word_share": kw["word_share"],
+            "terms": set(search.query_terms),
+            "limit": search.request.limit,
+            "word_share": self._word_share(),
         }
-        return await super()._evidence(collection, where, legs, judged, query_terms, limit, **kw)
+        return await super()._evidence(search, legs, judged)
 
 
 async def record(

@@ -43,7 +43,7 @@ from _index_common import (
 )
 from lancedb.index import FTS
 from lancedb.rerankers import RRFReranker
-from simone.providers.documents import DocumentIndex
+from simone.providers.documents import DocumentIndex, DocumentIndexProvider
 from simone.runtime import (
     Analyzer,
     EmbeddingSettings,
@@ -89,7 +89,7 @@ async def run_modes(
     does not cover the question's script (when ``skipped`` is given): that query has no semantic
     ranking, and ``skipped`` keeps the provider's reason.
     """
-    provider = index.provider()
+    provider = DocumentIndexProvider(index)
     runs: dict[str, dict[str, list[str]]] = {mode.value: {} for mode in modes}
     for query_id, text in queries:
         for mode in modes:

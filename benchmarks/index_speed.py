@@ -39,7 +39,7 @@ import lancedb
 import numpy as np
 import pyarrow as pa
 from _index_common import CACHE, default_data_dir, load_jsonl, peak_rss_mb, percentile, save, write_corpus
-from simone.providers.documents import DocumentIndex
+from simone.providers.documents import DocumentIndex, DocumentIndexProvider
 from simone.providers.documents._store import VECTOR_INDEX, AnnKind, build_where
 from simone.runtime import (
     EmbeddingSettings,
@@ -87,7 +87,7 @@ def time_embedding(index: DocumentIndex) -> list[float]:
 
 
 async def latencies(index: DocumentIndex, queries: list[str], mode: SearchMode) -> dict[str, float]:
-    provider = index.provider()
+    provider = DocumentIndexProvider(index)
     times = []
     for text in queries:
         request = RetrievalRequest.create(text, limit=10, mode=mode)

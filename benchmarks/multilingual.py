@@ -70,7 +70,7 @@ from _index_common import (
     unique_docs,
     write_corpus,
 )
-from simone.providers.documents import DocumentIndex, DocumentStore
+from simone.providers.documents import DocumentIndex, DocumentIndexProvider, DocumentStore
 from simone.providers.documents._store import Collection, build_where
 from simone.providers.embeddings import EmbeddingCache, MultilingualEmbedder, OnnxMiniLMEmbedder
 from simone.runtime import (
@@ -180,7 +180,9 @@ async def ranked_by_leg(
 
 
 async def ranked_by_provider(index: DocumentIndex, query: str, mode: SearchMode) -> list[str]:
-    response = await index.provider().retrieve(RetrievalRequest.create(query, limit=10, mode=mode), CONTEXT)
+    response = await DocumentIndexProvider(index).retrieve(
+        RetrievalRequest.create(query, limit=10, mode=mode), CONTEXT
+    )
     return unique_docs(Path(str(e.metadata["path"])).stem for e in response.evidence)
 
 
@@ -408,7 +410,7 @@ async def main(args: argparse.Namespace) -> None:
                 answered += bool(set(docs) & set(qrels.get(item["_id"], {})))
             empty = 0
             for text in claims:
-                response = await index.provider().retrieve(
+                response = await DocumentIndexProvider(index).retrieve(
                     RetrievalRequest.create(text, limit=10, mode=mode), CONTEXT
                 )
                 empty += not response.evidence

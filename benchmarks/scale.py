@@ -66,7 +66,7 @@ import lancedb
 import numpy as np
 import numpy.typing as npt
 from _index_common import CACHE, default_data_dir, load_jsonl, percentile, save
-from simone.providers.documents import DocumentIndex
+from simone.providers.documents import DocumentIndex, DocumentIndexProvider
 from simone.providers.documents._store import VECTOR_INDEX, Collection, DocumentStore, build_where
 from simone.providers.embeddings import OnnxMiniLMEmbedder
 from simone.runtime import (
@@ -464,7 +464,7 @@ async def query_phase(
                 raise SystemExit(f"no table under {target}; run without --skip-index first")
             out["rows"] = await collection.count()
             out["onnx_variant"] = replay.real.variant
-            provider = index.provider()
+            provider = DocumentIndexProvider(index)
             prefix = (WORK / f"corpus-{chunks}" / "part-03").as_posix() + "/"
             filters = {**FILTERS, "path_prefix": {"path_prefix": prefix}}
             out["filter_rows"] = {
@@ -519,7 +519,7 @@ async def query_phase(
             if reaching and reaching[0] != effective:
                 tuned = settings.model_copy(update={"ann_nprobes": reaching[0], "ann_probe_share": 0.0})
                 async with DocumentIndex(store, chain, settings=tuned, collection=COLLECTION) as tuned_index:
-                    tuned_provider = tuned_index.provider()
+                    tuned_provider = DocumentIndexProvider(tuned_index)
                     for name in ("none", "path_prefix"):
                         before = load1()
                         result = await latencies(tuned_provider, queries, SearchMode.HYBRID, filters[name])

@@ -165,7 +165,7 @@ class FolderProvider:
                 title=self.sections[int(hit.id)].title,
                 score=hit.score,
                 metadata={
-                    "search": "lexical",
+                    "method": "lexical",
                     "path": self.sections[int(hit.id)].path,
                     "matched_words": list(hit.matched_words),
                     "coverage": hit.coverage,

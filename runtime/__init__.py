@@ -7,8 +7,12 @@ from simone.runtime._analysis import (
     default_analyzer as default_analyzer,
 )
 from simone.runtime._bm25 import (
+    TITLE_WEIGHT as BM25_TITLE_WEIGHT,
     BM25Hit as BM25Hit,
     BM25Index as BM25Index,
+    bm25_length_norm as bm25_length_norm,
+    fts5_idf as fts5_idf,
+    fts5_term_scores as fts5_term_scores,
 )
 from simone.runtime._cache import (
     CacheLookup as CacheLookup,
@@ -26,7 +30,11 @@ from simone.runtime._chain import (
     EmbeddingChainExhausted as EmbeddingChainExhausted,
 )
 from simone.runtime._config import (
+    MAX_QUERY_CHARS as MAX_QUERY_CHARS,
+    WEB_BACKEND_HINT as WEB_BACKEND_HINT,
     AgentSettings as AgentSettings,
+    Depth as Depth,
+    DepthName as DepthName,
     EmbeddingSettings as EmbeddingSettings,
     IndexSettings as IndexSettings,
     LexicalSettings as LexicalSettings,
@@ -36,6 +44,7 @@ from simone.runtime._config import (
     WebSettings as WebSettings,
     default_data_dir as default_data_dir,
     load_settings as load_settings,
+    web_not_configured as web_not_configured,
 )
 from simone.runtime._containment import (
     CONTAINMENT_VERSION as CONTAINMENT_VERSION,
@@ -100,10 +109,27 @@ from simone.runtime._errors import (
     SimoneError as SimoneError,
     UnknownProvider as UnknownProvider,
 )
+from simone.runtime._evidence_keys import EvidenceKey as EvidenceKey
 from simone.runtime._fusion import (
     RRF_K as RRF_K,
     confidence_weights as confidence_weights,
     rrf as rrf,
+)
+from simone.runtime._legs import (
+    FunctionLeg as FunctionLeg,
+    FusedLegs as FusedLegs,
+    FusionRule as FusionRule,
+    Leg as Leg,
+    LegRank as LegRank,
+    LegResults as LegResults,
+    Pinned as Pinned,
+    PlainRRF as PlainRRF,
+    WeightedRRF as WeightedRRF,
+    error_for_failure as error_for_failure,
+    first_of_each as first_of_each,
+    fuse_legs as fuse_legs,
+    run_legs as run_legs,
+    seconds_left as seconds_left,
 )
 from simone.runtime._packing import (
     CharEstimator as CharEstimator,
@@ -115,7 +141,13 @@ from simone.runtime._packing import (
     truncate_to_tokens as truncate_to_tokens,
 )
 from simone.runtime._provider import (
+    PROVIDER_FACTORIES as PROVIDER_FACTORIES,
+    OpenedProviders as OpenedProviders,
     Provider as Provider,
+    ProviderFactory as ProviderFactory,
+    ProviderRegistry as ProviderRegistry,
+    ProviderSetup as ProviderSetup,
+    register_provider as register_provider,
 )
 from simone.runtime._relevance import (
     LEXICAL_PIN as LEXICAL_PIN,
@@ -180,9 +212,13 @@ __all__ = (
     "Analyzer",
     "BM25Hit",
     "BM25Index",
+    "BM25_TITLE_WEIGHT",
     "Explanation",
     "SynonymUse",
     "default_analyzer",
+    "bm25_length_norm",
+    "fts5_idf",
+    "fts5_term_scores",
     "ChainHealth",
     "EmbeddingChain",
     "EmbeddingChainExhausted",
@@ -213,6 +249,17 @@ __all__ = (
     "MemorySettings",
     "NotFound",
     "Provider",
+    "ProviderFactory",
+    "ProviderRegistry",
+    "ProviderSetup",
+    "OpenedProviders",
+    "PROVIDER_FACTORIES",
+    "register_provider",
+    "MAX_QUERY_CHARS",
+    "WEB_BACKEND_HINT",
+    "Depth",
+    "DepthName",
+    "web_not_configured",
     "ProviderError",
     "ProviderFailure",
     "ProviderHits",
@@ -253,5 +300,20 @@ __all__ = (
     "retry_after_from_headers",
     "rrf",
     "truncate_to_tokens",
+    "EvidenceKey",
+    "FunctionLeg",
+    "FusedLegs",
+    "FusionRule",
+    "Leg",
+    "LegRank",
+    "LegResults",
+    "Pinned",
+    "PlainRRF",
+    "WeightedRRF",
+    "error_for_failure",
+    "first_of_each",
+    "fuse_legs",
+    "run_legs",
+    "seconds_left",
     "unique_urls",
 )

@@ -4,6 +4,12 @@ score(d, q) = Σ_t idf(t) · tf(t, d)·(k1 + 1) / (tf(t, d) + k1·(1 − b + b·
 query's terms with their repeats; idf(t) = ln(1 + (N − df + 0.5)/(df + 0.5)) (Lucene's, never negative).
 A title counts ``title_weight`` times. An item that shares no term with the query is not a hit. Ties
 break by locator, then id.
+
+This module is simone's one definition of BM25: the constants (:data:`K1`, :data:`B`,
+:data:`TITLE_WEIGHT`), the length normalisation and two idf flavours. :class:`BM25Index` uses Lucene's
+idf; :func:`fts5_idf` and :func:`fts5_term_scores` are SQLite FTS5's ``bm25()`` operation by operation
+(classic idf, floored at 1e-6; FTS5 fixes k1 = 1.2 and b = 0.75, the same as :data:`K1` and :data:`B`),
+for an index that must score bit for bit like an FTS5 table it stands in for (structured memory).
 """
 
 from __future__ import annotations
@@ -32,6 +38,44 @@ _consume: Callable[[Iterable[object]], None] = deque[object](maxlen=0).extend  #
 _FIRST = operator.itemgetter(0)
 _SECOND = operator.itemgetter(1)
 _new_hit = tuple.__new__  # NamedTuple's own __new__ is a Python lambda; hits are many
+
+
+def bm25_length_norm(
+    lengths: npt.NDArray[np.float64], avgdl: float, *, k1: float = K1, b: float = B
+) -> npt.NDArray[np.float64]:
+    """k1·(1 − b + b·|d|/avgdl) per item (``avgdl`` > 0): how far an item's length discounts its counts.
+
+    Evaluated as FTS5 evaluates it, ``k1 * ((1 - b) + (b * |d|) / avgdl)``, so scores built on it can
+    match SQLite's bit for bit.
+    """
+    result: npt.NDArray[np.float64] = k1 * (1.0 - b + b * lengths / avgdl)
+    return result
+
+
+def lucene_idf(n: int, df: int) -> float:
+    """Lucene's idf, ln(1 + (N − df + 0.5)/(df + 0.5)): never negative (:class:`BM25Index`)."""
+    return math.log1p((n - df + 0.5) / (df + 0.5))
+
+
+def fts5_idf(n: int, df: int) -> float:
+    """SQLite FTS5's idf, ln((N − df + 0.5)/(df + 0.5)), floored at 1e-6 as ``bm25()`` floors it."""
+    idf = math.log((n - df + 0.5) / (df + 0.5))
+    return idf if idf > 0.0 else 1e-6
+
+
+def fts5_term_scores(
+    idf: float, tf: npt.NDArray[np.float64], norm: npt.NDArray[np.float64], *, k1: float = K1
+) -> npt.NDArray[np.float64]:
+    """One term's contribution to each item, as FTS5's ``bm25()`` computes it: idf·(tf·(k1+1)/(tf+norm)).
+
+    Args:
+        idf: the term's idf (:func:`fts5_idf`).
+        tf: the term's (weighted) frequency in each item.
+        norm: each item's :func:`bm25_length_norm`.
+        k1: term-frequency saturation.
+    """
+    result: npt.NDArray[np.float64] = idf * ((tf * (k1 + 1.0)) / (tf + norm))
+    return result
 
 
 class BM25Hit(NamedTuple):
@@ -185,7 +229,7 @@ class BM25Index:
         slots = np.ascontiguousarray(pairs[:, 0])
         tf = pairs[:, 1].astype(np.float64)
         df = len(bucket)
-        idf = math.log1p((n - df + 0.5) / (df + 0.5))
+        idf = lucene_idf(n, df)
         weights = (idf * (self.k1 + 1.0)) * tf / (tf + norm[slots])
         self._weights[term] = (slots, weights)
         return slots, weights
@@ -196,7 +240,7 @@ class BM25Index:
             size = len(self._ids)
             avgdl = self._total_length / len(self._items) if self._items else 0.0
             if avgdl > 0:
-                self._norm_cache = self.k1 * (1.0 - self.b + self.b * self._lengths[:size] / avgdl)
+                self._norm_cache = bm25_length_norm(self._lengths[:size], avgdl, k1=self.k1, b=self.b)
             else:
                 self._norm_cache = np.full(size, self.k1 * (1.0 - self.b), dtype=np.float64)
         return self._norm_cache

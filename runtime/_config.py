@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import tomllib
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -20,6 +21,33 @@ from simone.runtime._errors import ConfigError
 
 CONFIG_FILE_ENV = "SIMONE_CONFIG"
 DEFAULT_CONFIG_FILE = "simone.toml"
+
+
+MAX_QUERY_CHARS = 8192
+"""The default of ``router.max_query_chars``: the longest query the router and the agent tools accept."""
+
+WEB_BACKEND_HINT = (
+    "no search backend is configured; set SIMONE_WEB__SEARXNG_URL (a SearXNG instance), "
+    "SIMONE_WEB__BRAVE_API_KEY or SIMONE_WEB__TAVILY_API_KEY"
+)
+"""What to tell a user who needs web search without a backend (the variables to set)."""
+
+
+def web_not_configured(what: str = "web research") -> str:
+    """The one "not configured" message: ``<what> is not configured: <which variables to set>``."""
+    return f"{what} is not configured: {WEB_BACKEND_HINT}"
+
+
+class Depth(StrEnum):
+    """How much work one piece of web research may do (the presets: ``simone.workflows.research.DEPTH_PRESETS``)."""
+
+    BASIC = "basic"
+    STANDARD = "standard"
+    DEEP = "deep"
+
+
+DepthName = Literal["basic", "standard", "deep"]
+"""A depth written as plain text (``"basic"``); every API that takes a :class:`Depth` accepts it too."""
 
 
 class _Section(BaseModel):
@@ -34,7 +62,7 @@ class RouterSettings(_Section):
     default_limit: Annotated[int, Field(ge=1, le=1000)] = 10
     default_max_tokens: Annotated[int, Field(ge=1)] = 4000
     provider_timeout_s: Annotated[float, Field(gt=0)] = 10.0
-    max_query_chars: Annotated[int, Field(ge=1)] = 8192
+    max_query_chars: Annotated[int, Field(ge=1)] = MAX_QUERY_CHARS
     min_truncation_tokens: Annotated[int, Field(ge=1)] = 32
     weights: dict[str, Annotated[float, Field(ge=0, allow_inf_nan=False)]] = Field(default_factory=dict)
 
@@ -235,7 +263,7 @@ class AgentSettings(_Section):
     session_tokens: Annotated[int, Field(ge=1)] = 32_000
     session_wall_s: Annotated[float, Field(gt=0)] = 300.0
     child_wall_s: Annotated[float, Field(gt=0)] = 60.0
-    research_depth: Literal["basic", "standard", "deep"] = "standard"
+    research_depth: Depth = Depth.STANDARD
     min_coverage: Annotated[float, Field(ge=0, le=1)] = 0.5
     sample_docs: Path | None = None
     selection_rules: list[dict[str, Any]] = Field(default_factory=list)
@@ -331,6 +359,10 @@ class Settings(BaseSettings):
     memory: MemorySettings = MemorySettings()
     web: WebSettings = WebSettings()
     agents: AgentSettings = AgentSettings()
+    providers: dict[str, dict[str, Any]] = Field(default_factory=dict, repr=False)
+    """The sections of providers registered with :func:`~simone.runtime.register_provider` that are not
+    built in (``[providers.<section>]`` in TOML, ``SIMONE_PROVIDERS__<SECTION>__<KEY>`` in the environment);
+    each is validated by its provider's settings model when the runtime opens it."""
 
     @classmethod
     def settings_customise_sources(

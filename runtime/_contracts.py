@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from simone.runtime._config import MAX_QUERY_CHARS
 from simone.runtime._errors import FailureKind, InvalidRequest, ProviderError
 
 JsonValue = Any
@@ -391,7 +392,7 @@ class RetrievalRequest(_Frozen):
         return tuple(dict.fromkeys(value))
 
     @classmethod
-    def create(cls, query: str, *, max_query_chars: int = 8192, **fields: Any) -> RetrievalRequest:
+    def create(cls, query: str, *, max_query_chars: int = MAX_QUERY_CHARS, **fields: Any) -> RetrievalRequest:
         """Validate and build a request; bad input raises :class:`InvalidRequest` with the reason."""
         if not isinstance(query, str):
             raise InvalidRequest(f"the query must be text, not {type(query).__name__}")
@@ -423,6 +424,10 @@ class RequestSummary(_Frozen):
     caller: Caller
     selected: list[ProviderSelection]
     dropped: list[ProviderSelection] = Field(default_factory=list)
+    unserved: list[ProviderSelection] = Field(default_factory=list)
+    """Selection rules that fired but asked nobody: ``provider`` is what the rule selects (a kind or a
+    name) that no registered provider the caller may use matched, ``reason`` is the rule's
+    (e.g. the web rule for an orchestrator, who delegates instead)."""
     limit: int
     max_tokens: int
     mode: SearchMode | None = None

@@ -1,10 +1,23 @@
-"""The Provider protocol: one async method, taking the request and the trusted context."""
+"""The Provider protocol, and the registry of provider factories (keyed by settings section).
+
+A provider has one async method, taking the request and the trusted context. A
+:class:`ProviderFactory` opens the providers of one settings section; the runtime opens every factory
+of a :class:`ProviderRegistry` that the settings enable.
+"""
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+import json
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from types import UnionType
+from typing import Annotated, Any, Generic, Protocol, TypeVar, Union, get_args, get_origin, runtime_checkable
 
+from pydantic import BaseModel, ValidationError
+from simone.runtime._config import Settings, describe_validation_error
 from simone.runtime._contracts import ProviderKind, ProviderResponse, RetrievalRequest, TrustedContext
+from simone.runtime._errors import ConfigError
 
 
 @runtime_checkable
@@ -35,3 +48,169 @@ class Provider(Protocol):
     async def retrieve(self, request: RetrievalRequest, context: TrustedContext) -> ProviderResponse:
         """Find evidence for ``request`` within the scope of ``context``."""
         ...
+
+
+# -- the registry of provider factories, keyed by settings section ------------------------------------
+
+SectionT = TypeVar("SectionT", bound=BaseModel)
+
+
+@dataclass
+class ProviderSetup(Generic[SectionT]):
+    """What a provider factory is given when the runtime opens it.
+
+    Attributes:
+        settings: all of the settings.
+        section: the factory's settings section, validated by its model.
+        stack: the runtime's exit stack: enter whatever must be closed with the runtime.
+        options: the caller's options for this section (``Runtime(provider_options={section: {...}})``).
+        shared: what the factories opened before this one published (e.g. ``"documents"``: the open
+            document index, whose embedding chain another provider may reuse).
+    """
+
+    settings: Settings
+    section: SectionT
+    stack: AsyncExitStack
+    options: Mapping[str, Any] = field(default_factory=dict)
+    shared: Mapping[str, object] = field(default_factory=dict)
+
+
+@dataclass
+class OpenedProviders:
+    """What a factory opened: providers for the router, and named objects for the runtime and later factories.
+
+    ``shared`` names are conventions between a factory and its readers; the built-in ones are
+    ``documents`` (the document index), ``memory_store`` (the memory store, whose tools the agents layer
+    registers) and ``research`` (a research runner over the web).
+    """
+
+    providers: list[Provider] = field(default_factory=list)
+    shared: dict[str, object] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ProviderFactory(Generic[SectionT]):
+    """How to open the providers of one settings section.
+
+    Attributes:
+        section: the settings section (a built-in one such as ``memory``, else ``[providers.<section>]``).
+        settings: the section's model (its defaults apply when the section is absent).
+        open: ``async (setup) -> OpenedProviders``.
+        enabled: whether the settings ask for it at all (e.g. web only with a search backend).
+        rules: provider-selection rules as data (``simone.workflows.retrieval.SelectionRule`` fields),
+            added after the configured rules and before the built-in ones.
+    """
+
+    section: str
+    settings: type[SectionT]
+    open: Callable[[ProviderSetup[SectionT]], Awaitable[OpenedProviders]]
+    enabled: Callable[[Settings, SectionT], bool] | None = None
+    rules: tuple[Mapping[str, Any], ...] = ()
+
+    def section_of(self, settings: Settings) -> SectionT:
+        """The section of ``settings`` this factory reads, validated by :attr:`settings`.
+
+        Raises:
+            ConfigError: the section does not validate (naming the key), or a built-in section of
+                that name has another model.
+        """
+        if self.section in Settings.model_fields:
+            value = getattr(settings, self.section)
+            if not isinstance(value, self.settings):
+                raise ConfigError(
+                    f"the provider section {self.section!r} is a built-in section of type "
+                    f"{type(value).__name__}, not {self.settings.__name__} — register it under another name"
+                )
+            return value
+        raw = _decode_env_values(self.settings, settings.providers.get(self.section, {}))
+        try:
+            return self.settings.model_validate(raw)
+        except ValidationError as exc:
+            where = f"providers.{self.section}"
+            raise ConfigError(
+                f"invalid configuration: {where}.{describe_validation_error(exc)} — fix [{where}] in the "
+                f"config file or the SIMONE_PROVIDERS__{self.section.upper()}__* variables"
+            ) from exc
+
+    def wanted(self, settings: Settings) -> bool:
+        """Whether ``settings`` enable this factory."""
+        return self.enabled is None or self.enabled(settings, self.section_of(settings))
+
+
+def _is_complex(annotation: object) -> bool:
+    """Whether a field of this type is written as JSON in the environment (as pydantic-settings does)."""
+    origin = get_origin(annotation)
+    if origin in (Union, UnionType) or origin is Annotated:
+        return any(_is_complex(arg) for arg in get_args(annotation))
+    if origin in (dict, list, tuple, set, frozenset) or annotation in (dict, list, tuple, set, frozenset):
+        return True
+    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
+
+
+def _decode_env_values(model: type[BaseModel], raw: Mapping[str, Any]) -> dict[str, Any]:
+    """``raw`` with the JSON text of complex fields decoded (``SIMONE_PROVIDERS__X__TERMS='{"a": "b"}'``)."""
+    decoded = dict(raw)
+    for key, value in raw.items():
+        field = model.model_fields.get(key)
+        if isinstance(value, str) and field is not None and _is_complex(field.annotation):
+            try:
+                decoded[key] = json.loads(value)
+            except ValueError:
+                pass  # left as text: the model's validation says what is wrong
+    return decoded
+
+
+class ProviderRegistry:
+    """Provider factories by settings section, in registration order (the router's provider order)."""
+
+    def __init__(self, factories: Iterable[ProviderFactory[Any]] = ()) -> None:
+        self._factories: dict[str, ProviderFactory[Any]] = {}
+        for factory in factories:
+            self.register(factory)
+
+    def register(
+        self, factory: ProviderFactory[SectionT], *, replace: bool = False
+    ) -> ProviderFactory[SectionT]:
+        """Add ``factory`` (returned, so it can decorate a module constant).
+
+        Raises:
+            ConfigError: another factory has the section and ``replace`` is not set.
+        """
+        if factory.section in self._factories and not replace:
+            raise ConfigError(f"a provider factory for the section {factory.section!r} is already registered")
+        self._factories[factory.section] = factory
+        return factory
+
+    def unregister(self, section: str) -> None:
+        """Remove the factory of ``section`` (nothing happens when there is none)."""
+        self._factories.pop(section, None)
+
+    def get(self, section: str) -> ProviderFactory[Any] | None:
+        """The factory of ``section``, if any."""
+        return self._factories.get(section)
+
+    def sections(self) -> list[str]:
+        """The registered sections, in order."""
+        return list(self._factories)
+
+    def copy(self) -> ProviderRegistry:
+        """An independent registry with the same factories."""
+        return ProviderRegistry(self._factories.values())
+
+    def __iter__(self) -> Iterator[ProviderFactory[Any]]:
+        return iter(list(self._factories.values()))
+
+    def __len__(self) -> int:
+        return len(self._factories)
+
+
+PROVIDER_FACTORIES = ProviderRegistry()
+"""The default registry the runtime opens (the built-in providers register here when ``simone.agents``
+is imported; a provider package registers with :func:`register_provider`)."""
+
+
+def register_provider(
+    factory: ProviderFactory[SectionT], *, replace: bool = False
+) -> ProviderFactory[SectionT]:
+    """Register ``factory`` with the default registry (see :class:`ProviderRegistry.register`)."""
+    return PROVIDER_FACTORIES.register(factory, replace=replace)

@@ -1,60 +1,47 @@
-"""The router mechanism: fan out, fuse by RRF, drop duplicates, pack into the budget, report status."""
+"""The router mechanism: fan out, check each answer, then assemble the result.
+
+The assembly (fuse by RRF, drop duplicates, pack into the budget, report status) is the pure steps
+of :mod:`simone.runtime._assembly`; this module owns the I/O: deadlines, faults and answer checks.
+"""
 
 from __future__ import annotations
 
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import anyio
 import anyio.lowlevel
 from pydantic import ValidationError
+from simone.runtime._assembly import (
+    Outcome,
+    collect,
+    compute_status as compute_status,
+    pack_candidates,
+    rank,
+    report,
+)
 from simone.runtime._contracts import (
-    BudgetReport,
-    Contribution,
     Evidence,
     Exclusion,
-    FusedItem,
     ProviderFailure,
     ProviderHits,
     ProviderKind,
     ProviderResponse,
     ProviderSelection,
-    ProviderTrace,
     RequestSummary,
     RetrievalRequest,
     RetrievalResult,
-    Status,
     Trace,
     Trust,
     TrustedContext,
     safe_text,
 )
-from simone.runtime._dedup import DuplicateFinder
 from simone.runtime._errors import FailureKind, InvalidRequest, UnknownProvider
-from simone.runtime._fusion import RRF_K, contributions_of, rank_positions, rrf_scores
-from simone.runtime._packing import MIN_TRUNCATION_TOKENS, CharEstimator, PackItem, TokenEstimator, pack
+from simone.runtime._fusion import RRF_K
+from simone.runtime._packing import MIN_TRUNCATION_TOKENS, CharEstimator, TokenEstimator
 from simone.runtime._provider import Provider
-
-
-def compute_status(outcomes: Sequence[ProviderHits | ProviderFailure], found: int) -> Status:
-    """The status of a result from its outcomes and the number of distinct items found.
-
-    * every provider failed → ``forbidden`` when every failure is ``forbidden``, else ``failed``;
-    * items found → ``complete`` if no provider failed or was degraded, else ``partial``;
-    * nothing found → ``no_results`` if every provider answered fully; if one failed or was
-      degraded the search was incomplete, so it is ``failed`` (never reported as "nothing found").
-    """
-    if not outcomes:
-        return Status.FAILED
-    failures = [o for o in outcomes if isinstance(o, ProviderFailure)]
-    if len(failures) == len(outcomes):
-        return Status.FORBIDDEN if all(f.kind == "forbidden" for f in failures) else Status.FAILED
-    impaired = bool(failures) or any(isinstance(o, ProviderHits) and o.degraded for o in outcomes)
-    if found:
-        return Status.PARTIAL if impaired else Status.COMPLETE
-    return Status.FAILED if impaired else Status.NO_RESULTS
 
 
 class Router:
@@ -156,22 +143,10 @@ class Router:
             raise InvalidRequest("no provider was selected; register one or name one in the request")
         max_tokens = min(request.max_tokens or context.token_budget, context.token_budget)
 
-        outcomes: list[ProviderHits | ProviderFailure | None] = [None] * len(chosen)
         fan_started = clock()
-        if chosen:
-            async with anyio.create_task_group() as group:
-                for index, choice in enumerate(chosen):
-                    group.start_soon(self._run_one, index, choice.provider, request, context, outcomes)
+        outcomes = await self._fan_out(request, context, chosen)
         fan_ms = (clock() - fan_started) * 1000
-        done = [  # every selected provider has an outcome: none may vanish from the result
-            outcome
-            if outcome is not None
-            else ProviderFailure(
-                provider=choice.provider, kind="error", message=f"{choice.provider} left no outcome"
-            )
-            for outcome, choice in zip(outcomes, chosen, strict=True)
-        ]
-        result = self._assemble(request, context, chosen, list(dropped), done, max_tokens)
+        result = self._assemble(request, context, chosen, list(dropped), outcomes, max_tokens)
         total_ms = (clock() - started) * 1000
         trace = result.trace.model_copy(
             update={"total_ms": total_ms, "router_ms": max(0.0, total_ms - fan_ms)}
@@ -206,14 +181,36 @@ class Router:
         remaining = context.remaining_s()
         return self.provider_timeout_s if remaining is None else min(self.provider_timeout_s, remaining)
 
+    async def _fan_out(
+        self, request: RetrievalRequest, context: TrustedContext, chosen: Sequence[ProviderSelection]
+    ) -> list[Outcome]:
+        """Ask every chosen provider at once; one outcome per provider, in ``chosen`` order."""
+        outcomes: list[Outcome | None] = [None] * len(chosen)
+        if chosen:
+            async with anyio.create_task_group() as group:
+                for index, choice in enumerate(chosen):
+                    group.start_soon(self._run_one, index, choice.provider, request, context, outcomes)
+        return [  # every selected provider has an outcome: none may vanish from the result
+            outcome
+            if outcome is not None
+            else ProviderFailure(
+                provider=choice.provider, kind="error", message=f"{choice.provider} left no outcome"
+            )
+            for outcome, choice in zip(outcomes, chosen, strict=True)
+        ]
+
     async def _run_one(
         self,
         index: int,
         name: str,
         request: RetrievalRequest,
         context: TrustedContext,
-        outcomes: list[ProviderHits | ProviderFailure | None],
+        outcomes: list[Outcome | None],
     ) -> None:
+        outcomes[index] = await self._ask(name, request, context)
+
+    async def _ask(self, name: str, request: RetrievalRequest, context: TrustedContext) -> Outcome:
+        """One provider's outcome under its deadline; a provider fault is a failure, never raised."""
         provider = self._providers[name]
         deadline = self._deadline_s(context)
         clock = self.clock
@@ -223,50 +220,38 @@ class Router:
             return (clock() - started) * 1000
 
         if deadline <= 0:  # the context's deadline has passed: asking would only waste the provider's time
-            outcomes[index] = ProviderFailure(
+            return ProviderFailure(
                 provider=name,
                 kind="timeout",
                 retryable=False,
                 message=f"{name} was not asked: the request's deadline had already passed",
             )
-            return
         cancelled = anyio.get_cancelled_exc_class()
         response: object = None
         try:
             with anyio.fail_after(deadline) as scope:
                 response = await provider.retrieve(request, context)
         except TimeoutError:
-            outcomes[index] = _timeout(name, deadline, elapsed())
-            return
+            return _timeout(name, deadline, elapsed())
         except cancelled as exc:
             # Either this task is being cancelled (the caller's scope), or the provider raised the
             # cancellation exception itself. A pending cancellation re-raises here and propagates;
             # otherwise the provider failed like any other bug.
             await anyio.lowlevel.checkpoint_if_cancelled()
-            outcomes[index] = ProviderFailure(
-                provider=name,
-                kind="error",
-                elapsed_ms=elapsed(),
-                message=f"{name} raised {type(exc).__name__} although the router was not cancelled: "
-                + safe_text(exc, limit=500),
-            )
-            return
+            return _stray_cancellation(name, exc, elapsed())
         except Exception as exc:  # noqa: BLE001 -- a provider bug must not sink the others; cancellation propagates
-            outcomes[index] = ProviderFailure.from_error(name, exc, elapsed_ms=elapsed())
-            return
+            return ProviderFailure.from_error(name, exc, elapsed_ms=elapsed())
         except BaseExceptionGroup as group:  # a provider's own task group: fatal leaves propagate
             if group.subgroup(lambda e: not isinstance(e, Exception | cancelled | BaseExceptionGroup)):
                 raise
             await anyio.lowlevel.checkpoint_if_cancelled()
-            outcomes[index] = ProviderFailure.from_error(name, group, elapsed_ms=elapsed())
-            return
+            return ProviderFailure.from_error(name, group, elapsed_ms=elapsed())
         took_ms = elapsed()
         if scope.cancel_called or took_ms > deadline * 1000:
             # It answered after its deadline: it blocked the loop, waited on a thread, shielded itself
             # or swallowed the cancellation. The answer is late; its evidence is not used.
-            outcomes[index] = _timeout(name, deadline, took_ms, late=True)
-            return
-        outcomes[index] = _validate_response(name, provider, response, took_ms)
+            return _timeout(name, deadline, took_ms, late=True)
+        return _validate_response(name, provider, response, took_ms)
 
     def _assemble(
         self,
@@ -274,199 +259,60 @@ class Router:
         context: TrustedContext,
         chosen: list[ProviderSelection],
         dropped: list[ProviderSelection],
-        outcomes: list[ProviderHits | ProviderFailure],
+        outcomes: list[Outcome],
         max_tokens: int,
     ) -> RetrievalResult:
-        # This is the hot path of every request: plain dicts and C-level sorts, models only at the end.
-        by_id: dict[str, Evidence] = {}
-        rankings: dict[str, list[str]] = {}
-        exclusions: list[Exclusion] = []
-        traces: list[ProviderTrace] = []
-        failures: list[ProviderFailure] = []
-        returned_total = 0
-        duplicates = 0
-        for outcome in outcomes:
-            if isinstance(outcome, ProviderFailure):
-                failures.append(outcome)
-                traces.append(
-                    ProviderTrace(
-                        provider=outcome.provider,
-                        outcome="failure",
-                        elapsed_ms=outcome.elapsed_ms,
-                        returned=0,
-                        kept=0,
-                        duplicates_within=0,
-                    )
-                )
-                continue
-            failures.extend(outcome.leg_failures)
-            exclusions.extend(outcome.excluded)
-            items = outcome.evidence
-            returned_total += len(items)
-            ids = [item.id for item in items]
-            digests = [item.digest for item in items]
-            if (
-                len(set(ids)) == len(ids)
-                and len(set(digests)) == len(digests)
-                and not set(ids) & set(digests)
-            ):
-                ranking = ids  # the common case: no duplicates within the provider
-                fresh = dict(zip(ids, items, strict=True))
-            else:  # dedup within the provider first: one rank per item (by id or digest)
-                seen: set[str] = set()
-                ranking = []
-                fresh = {}
-                for item in items:
-                    if item.id in seen or item.digest in seen:
-                        duplicates += 1
-                        exclusions.append(
-                            Exclusion(
-                                id=item.id,
-                                provider=outcome.provider,
-                                locator=item.locator,
-                                reason="duplicate",
-                                detail="repeated within its provider",
-                            )
-                        )
-                        continue
-                    seen.add(item.id)
-                    seen.add(item.digest)
-                    ranking.append(item.id)
-                    fresh[item.id] = item
-            fresh.update(by_id)  # the same id from two providers is one item; the first provider's copy wins
-            by_id = fresh
-            rankings[outcome.provider] = ranking
-            traces.append(
-                ProviderTrace(
-                    provider=outcome.provider,
-                    outcome="hits",
-                    elapsed_ms=outcome.elapsed_ms,
-                    returned=len(items),
-                    kept=len(ranking),
-                    duplicates_within=len(items) - len(ranking),
-                    degraded=list(outcome.degraded),
-                    details=dict(outcome.details),
-                )
-            )
-        # an id returned by two providers is one item: count the extra copies as duplicates
-        duplicates += sum(len(r) for r in rankings.values()) - len(by_id)
-
-        scores = rrf_scores(rankings, k=self.rrf_k, weights=self.weights)
-        positions = rank_positions(rankings)
-        order = sorted(sorted(scores), key=scores.__getitem__, reverse=True)  # score desc, ties by id
-        finder = DuplicateFinder()
-        candidates: list[tuple[Evidence, float, int]] = []
-        fused_trace: list[FusedItem] = []
-        position = 0
-        while position < len(order) and len(candidates) < request.limit:
-            evidence = by_id[order[position]]
-            position += 1
-            duplicate = finder.check(evidence.id, evidence.digest, evidence.locator, evidence.content)
-            if duplicate is not None:
-                duplicates += 1
-                exclusions.append(
-                    Exclusion(
-                        id=evidence.id,
-                        provider=evidence.provider_name,
-                        locator=evidence.locator,
-                        reason="duplicate",
-                        detail=f"{duplicate[1]} as {duplicate[0][:12]}",
-                    )
-                )
-                continue
-            parts = contributions_of(evidence.id, positions, k=self.rrf_k, weights=self.weights)
-            candidates.append((evidence, scores[evidence.id], min(rank for _, rank, _ in parts)))
-            fused_trace.append(
-                FusedItem(
-                    id=evidence.id,
-                    fused_score=scores[evidence.id],
-                    contributions=[Contribution(provider=n, rank=r, contribution=c) for n, r, c in parts],
-                )
-            )
-        beyond_limit = order[position:]
-
-        packed = pack(
-            [PackItem(e.id, e.content, e.provider_name, e.locator) for e, _, _ in candidates],
-            max_tokens,
-            self.estimator,
-            min_truncation_tokens=self.min_truncation_tokens,
+        """The pure steps of :mod:`simone.runtime._assembly` in order, plus the summary and the trace."""
+        collected = collect(outcomes)
+        ranked = rank(
+            collected.evidence, collected.rankings, limit=request.limit, k=self.rrf_k, weights=self.weights
         )
-        evidence_out: list[Evidence] = []
-        truncated = 0
-        for index, text, cut, tokens in packed.kept:
-            evidence, score, rank = candidates[index]
-            update: dict[str, object] = {"fused_score": score, "rank": rank}
-            if cut:
-                truncated += 1
-                update["content"] = text
-                update["metadata"] = {
-                    **evidence.metadata,
-                    "truncated": True,
-                    "original_tokens": self.estimator.count(evidence.content),
-                    "tokens": tokens,
-                }
-            evidence_out.append(evidence.model_copy(update=update))
-        for index, tokens in packed.over_budget:
-            evidence, _, _ = candidates[index]
-            exclusions.append(
-                Exclusion(
-                    id=evidence.id,
-                    provider=evidence.provider_name,
-                    locator=evidence.locator,
-                    reason="over_budget",
-                    tokens=tokens,
-                    detail=f"needs {tokens} tokens; the budget is {max_tokens}",
-                )
-            )
-        omitted = len(packed.over_budget) + len(beyond_limit)
-        budget = BudgetReport(
+        fitted = pack_candidates(
+            ranked.candidates, max_tokens, self.estimator, min_truncation_tokens=self.min_truncation_tokens
+        )
+        summary = report(
+            outcomes,
+            collected,
+            ranked,
+            fitted,
             max_tokens=max_tokens,
-            used_tokens=packed.used_tokens,
-            included=len(evidence_out) - truncated,
-            truncated=truncated,
-            omitted=omitted,
-            duplicates_dropped=duplicates,
-            estimator=self.estimator.label,
-            exclusions=exclusions,
-            beyond_limit=beyond_limit,
-        )
-        if (
-            budget.included + truncated + omitted + duplicates != returned_total
-        ):  # pragma: no cover - invariant
-            raise AssertionError("packing lost track of an item; please report this as a bug")
-
-        status = compute_status(outcomes, len(by_id))
-        limitations = _limitations(outcomes, failures, status, evidence_out, budget)
-        if status in (Status.COMPLETE, Status.PARTIAL) and not evidence_out:
-            status = Status.PARTIAL
-        if not chosen and dropped:
-            status = Status.FORBIDDEN if all("forbidden" in d.reason for d in dropped) else Status.NO_RESULTS
-        summary = RequestSummary(
-            query=request.query,
-            caller=context.caller,
-            selected=chosen,
+            estimator_label=self.estimator.label,
             dropped=dropped,
-            limit=request.limit,
-            max_tokens=max_tokens,
-            mode=request.mode,
-        )
-        trace = Trace(
-            providers=traces,
-            fusion=fused_trace,
-            rrf_k=self.rrf_k,
-            weights={name: self.weights.get(name, 1.0) for name in rankings},
-            total_ms=0.0,
-            router_ms=0.0,
         )
         return RetrievalResult(
-            request=summary,
-            status=status,
-            evidence=evidence_out,
-            failures=failures,
-            budget=budget,
-            trace=trace,
-            limitations=limitations,
+            request=RequestSummary(
+                query=request.query,
+                caller=context.caller,
+                selected=chosen,
+                dropped=dropped,
+                limit=request.limit,
+                max_tokens=max_tokens,
+                mode=request.mode,
+            ),
+            status=summary.status,
+            evidence=fitted.evidence,
+            failures=collected.failures,
+            budget=summary.budget,
+            trace=Trace(
+                providers=collected.traces,
+                fusion=ranked.fusion,
+                rrf_k=self.rrf_k,
+                weights={name: self.weights.get(name, 1.0) for name in collected.rankings},
+                total_ms=0.0,
+                router_ms=0.0,
+            ),
+            limitations=summary.limitations,
         )
+
+
+def _stray_cancellation(name: str, exc: BaseException, elapsed_ms: float) -> ProviderFailure:
+    return ProviderFailure(
+        provider=name,
+        kind="error",
+        elapsed_ms=elapsed_ms,
+        message=f"{name} raised {type(exc).__name__} although the router was not cancelled: "
+        + safe_text(exc, limit=500),
+    )
 
 
 def _timeout(name: str, deadline: float, elapsed_ms: float, *, late: bool = False) -> ProviderFailure:
@@ -584,51 +430,17 @@ def _check_response(
         return invalid, f"{name} returned a response whose degraded, leg_failures or excluded is not a list"
     if not isinstance(details, dict):
         return invalid, f"{name} returned a response whose details are {type(details).__name__}, not a dict"
-
-    items: list[Evidence] = evidence
-    if not all(map(_fine_evidence, evidence)):  # the slow path: validate each odd item in full
-        items = []
-        alien = nonfinite = invalid_items = 0
-        reason = ""
-        for item in evidence:
-            if _fine_evidence(item):
-                items.append(item)
-            elif not isinstance(item, Evidence):
-                alien += 1
-            elif isinstance(getattr(item, "score", None), float) and not math.isfinite(item.score):
-                nonfinite += 1
-            else:
-                checked, why = _revalidated(Evidence, item)
-                if checked is None:
-                    invalid_items += 1
-                    reason = reason or why
-                else:
-                    items.append(checked)
-        if alien:
-            return invalid, f"{name} returned {alien} item(s) that are not Evidence"
-        if nonfinite:
-            return invalid, f"{name} returned {nonfinite} item(s) with a non-finite score"
-        if invalid_items:
-            return (
-                invalid,
-                f"{name} returned {invalid_items} Evidence item(s) that do not validate ({reason})",
-            )
+    items = _checked_evidence(name, evidence)
+    if isinstance(items, str):
+        return invalid, items
     if not all(isinstance(reason, str) for reason in degraded):
         return invalid, f"{name} returned degraded reasons that are not text"
-    legs: list[ProviderFailure] = []
-    for leg in leg_failures:
-        checked_leg, why = _revalidated(ProviderFailure, leg)
-        if checked_leg is None:
-            return invalid, f"{name} returned a malformed leg failure ({why})"
-        legs.append(checked_leg)
-    exclusions: list[Exclusion] = excluded
-    if not all(map(_fine_exclusion, excluded)):
-        exclusions = []
-        for item in excluded:
-            checked_exclusion, why = (item, "") if _fine_exclusion(item) else _revalidated(Exclusion, item)
-            if checked_exclusion is None:
-                return invalid, f"{name} returned a malformed exclusion ({why})"
-            exclusions.append(checked_exclusion)
+    legs = _checked_legs(name, leg_failures)
+    if isinstance(legs, str):
+        return invalid, legs
+    exclusions = _checked_exclusions(name, excluded)
+    if isinstance(exclusions, str):
+        return invalid, exclusions
     return ProviderHits(
         provider=name,
         kind=kind,
@@ -641,27 +453,55 @@ def _check_response(
     )
 
 
-def _limitations(
-    outcomes: Sequence[ProviderHits | ProviderFailure],
-    failures: Sequence[ProviderFailure],
-    status: Status,
-    evidence: Sequence[Evidence],
-    budget: BudgetReport,
-) -> list[str]:
-    notes: list[str] = []
-    for failure in failures:
-        where = f"{failure.provider} ({failure.leg})" if failure.leg else failure.provider
-        notes.append(f"{where} failed ({failure.kind}): {failure.message}")
-    for outcome in outcomes:
-        if isinstance(outcome, ProviderHits):
-            notes.extend(f"{outcome.provider} was degraded: {reason}" for reason in outcome.degraded)
-    if budget.truncated:
-        notes.append(
-            f"{budget.truncated} item(s) were truncated to fit the budget of {budget.max_tokens} tokens"
-        )
-    over = sum(1 for e in budget.exclusions if e.reason == "over_budget")
-    if over:
-        notes.append(f"{over} item(s) did not fit the budget of {budget.max_tokens} tokens and were left out")
-    if status in (Status.COMPLETE, Status.PARTIAL) and not evidence:
-        notes.append("evidence was found but none of it fit the token budget")
-    return notes
+def _checked_evidence(name: str, evidence: list[Any]) -> list[Evidence] | str:
+    """The evidence items (odd ones validated in full), or the problem with them."""
+    if all(map(_fine_evidence, evidence)):
+        return evidence
+    items: list[Evidence] = []  # the slow path: validate each odd item in full
+    alien = nonfinite = invalid_items = 0
+    reason = ""
+    for item in evidence:
+        if _fine_evidence(item):
+            items.append(item)
+        elif not isinstance(item, Evidence):
+            alien += 1
+        elif isinstance(getattr(item, "score", None), float) and not math.isfinite(item.score):
+            nonfinite += 1
+        else:
+            checked, why = _revalidated(Evidence, item)
+            if checked is None:
+                invalid_items += 1
+                reason = reason or why
+            else:
+                items.append(checked)
+    if alien:
+        return f"{name} returned {alien} item(s) that are not Evidence"
+    if nonfinite:
+        return f"{name} returned {nonfinite} item(s) with a non-finite score"
+    if invalid_items:
+        return f"{name} returned {invalid_items} Evidence item(s) that do not validate ({reason})"
+    return items
+
+
+def _checked_legs(name: str, leg_failures: list[Any]) -> list[ProviderFailure] | str:
+    """The leg failures, each validated in full, or the problem with the first malformed one."""
+    legs: list[ProviderFailure] = []
+    for leg in leg_failures:
+        checked_leg, why = _revalidated(ProviderFailure, leg)
+        if checked_leg is None:
+            return f"{name} returned a malformed leg failure ({why})"
+        legs.append(checked_leg)
+    return legs
+
+
+def _checked_exclusions(name: str, excluded: list[Any]) -> list[Exclusion] | str:
+    """The exclusions (odd ones validated in full), or the problem with the first malformed one."""
+    if all(map(_fine_exclusion, excluded)):
+        return excluded
+    exclusions: list[Exclusion] = []
+    for item in excluded:
+        checked, why = (item, "") if _fine_exclusion(item) else _revalidated(Exclusion, item)
+        if checked is None:
+            return f"{name} returned a malformed exclusion ({why})"
+        exclusions.append(checked)
+    return exclusions

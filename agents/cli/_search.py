@@ -120,10 +120,10 @@ async def run(args: argparse.Namespace) -> int:
                     more = len(folder.skipped) - len(shown)
                     console.print(f"[dim]… and {more} more skipped file(s) (--verbose lists them)[/]")
         else:
-            from simone.providers.documents import DocumentIndex
+            from simone.providers.documents import DocumentIndex, DocumentIndexProvider
 
             index = await stack.enter_async_context(DocumentIndex.open(settings, collection=args.collection))
-            provider = index.provider()
+            provider = DocumentIndexProvider(index)
         router = Router(
             [provider],
             rrf_k=settings.router.rrf_k,

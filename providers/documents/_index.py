@@ -4,7 +4,7 @@
 
     async with DocumentIndex.open(settings) as index:
         report = await index.index_paths(["docs/"])
-        provider = index.provider()          # a Provider for the router
+        provider = DocumentIndexProvider(index)   # a Provider for the router
 
 Indexing is incremental: a file whose bytes have the same sha256 as when it was indexed is not read
 further; a changed file is re-chunked and only chunks whose text is new are embedded (vectors are
@@ -489,12 +489,6 @@ class DocumentIndex:
         """The collection's counts and indexes (``None`` before the first index run)."""
         collection = await self._open_collection()
         return await collection.info() if collection is not None else None
-
-    def provider(self, name: str = "documents") -> Any:
-        """A :class:`~simone.providers.documents.DocumentIndexProvider` over this index."""
-        from simone.providers.documents._provider import DocumentIndexProvider
-
-        return DocumentIndexProvider(self, name=name)
 
     # -- internals --------------------------------------------------------------------------------
 

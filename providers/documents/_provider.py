@@ -40,10 +40,10 @@ from __future__ import annotations
 
 import math
 import time
-from functools import partial
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import Any
 
-import anyio
+from simone.providers.documents._index import DocumentIndex
 from simone.providers.documents._store import Collection, Hit, build_where
 from simone.runtime import (
     LEXICAL_PIN,
@@ -51,33 +51,74 @@ from simone.runtime import (
     RELEVANCE_WORD_SHARE,
     VOTE_SHARPNESS,
     Evidence,
+    EvidenceKey,
     Exclusion,
+    FunctionLeg,
+    FusedLegs,
+    FusionRule,
     Judgement,
-    ProviderError,
-    ProviderFailure,
+    Leg,
+    LegRank,
+    LegResults,
+    Pinned,
     ProviderKind,
     ProviderNotConfigured,
     ProviderResponse,
+    ProviderUnavailable,
     RetrievalRequest,
     SearchMode,
     TrustedContext,
-    confidence_weights,
+    WeightedRRF,
+    error_for_failure,
+    first_of_each,
+    fuse_legs,
     lexical_standout,
-    rrf,
     rule_for,
+    run_legs,
     uncovered_language,
     vote_for,
 )
-
-if TYPE_CHECKING:
-    from simone.providers.documents._index import DocumentIndex
-
 
 MAX_PAGES = 2
 """Row reads per search after fusion (each of ``2 × limit`` candidates, at least 10)."""
 
 REJECTED_SHOWN = 5
 """Per semantic leg, the best candidates judged not relevant that are reported as exclusions."""
+
+LEXICAL = "lexical"
+"""The name of the BM25 leg (the semantic legs are ``semantic`` and ``semantic:<provider>``)."""
+
+
+@dataclass(slots=True)
+class _Search:
+    """One request's plan and what its legs found out on the way."""
+
+    request: RetrievalRequest
+    collection: Collection
+    mode: SearchMode
+    projects: list[str]
+    where: str
+    unscoped: str
+    candidates: int
+    query_terms: list[str]
+    semantic: list[tuple[str, Collection]] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+    degraded: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    top_terms: set[str] = field(default_factory=set)
+
+    async def leg_where(self, table: Collection) -> str:
+        """The legs leave out a project test every row passes; rows are read with ``where``."""
+        return self.unscoped if await table.only_projects(self.projects) else self.where
+
+
+@dataclass(slots=True)
+class _Judged:
+    """Every semantic leg's relevance verdicts (leg → chunk id → verdict) and the fusion rule."""
+
+    verdicts: dict[str, dict[str, Judgement]]
+    rule: FusionRule
+    votes: dict[str, dict[str, Any]]
 
 
 class DocumentIndexProvider:
@@ -110,6 +151,23 @@ class DocumentIndexProvider:
             InvalidRequest: an unknown or scope-widening filter.
             ProviderUnavailable: LanceDB failed (and no leg could answer).
         """
+        search = self._plan(request, context)
+        results = await self._run(search, context)
+        judged = self._judge(search, results.hits)
+        started = time.perf_counter()
+        evidence, excluded = await self._evidence(search, results.hits, judged)
+        search.timings["fetch_ms"] = (time.perf_counter() - started) * 1000
+        details = self._details(search, results, judged, len(excluded))
+        return ProviderResponse(
+            evidence=evidence,
+            degraded=search.degraded,
+            leg_failures=results.failures,
+            details=details,
+            excluded=excluded,
+        )
+
+    def _plan(self, request: RetrievalRequest, context: TrustedContext) -> _Search:
+        """The collection, scope, mode and the semantic legs that cover the question."""
         index = self._index
         collection = index.collection
         if collection is None:
@@ -117,330 +175,233 @@ class DocumentIndexProvider:
                 f"the document collection {index.name!r} is empty; run 'simone index PATH' first",
                 provider=self._name,
             )
-        mode = request.mode or SearchMode(index.settings.default_mode)
         projects = [""] if not context.project else ["", context.project]
-        where = build_where(projects, request.filters)
-        unscoped = build_where(projects, request.filters, scoped=False)
-
-        async def leg_where(table: Collection) -> str:
-            # The legs leave out a project test every row passes; rows are read with ``where``.
-            return unscoped if await table.only_projects(projects) else where
-
-        candidates = max(request.limit, index.settings.leg_candidates)
-        query_terms = index.analyzer.terms(request.query)
-        legs: dict[str, list[Hit]] = {}
-        failures: list[ProviderFailure] = []
-        timings: dict[str, float] = {}
-        degraded: list[str] = []
-
-        top_terms: set[str] = set()
-
-        async def lexical(*, with_top: bool = False) -> None:
-            started = time.perf_counter()
-            try:
-                hits = legs["lexical"] = await collection.search_terms(
-                    " ".join(query_terms), await leg_where(collection), candidates
-                )
-                if with_top and hits:
-                    # The best hit's terms give the leg's confidence in the fusion (its coverage of
-                    # the question); read here, beside the semantic legs, not after them.
-                    terms = (await collection.terms_of([hits[0].id], where)).get(hits[0].id)
-                    top_terms.update(terms.split() if terms is not None else ())
-            except Exception as exc:  # noqa: BLE001 - LanceDB raises untyped errors; translated here
-                failures.append(self._failure("lexical", exc, started))
-            timings["lexical_ms"] = (time.perf_counter() - started) * 1000
-
-        async def semantic(leg: str, table: Collection) -> None:
-            started = time.perf_counter()
-            try:
-                vectors = await index.chain.embed([request.query], space=table.space, kind="query")
-                table.check_vectors(vectors, 1)
-                timings[f"{leg}_embed_ms"] = (time.perf_counter() - started) * 1000
-                legs[leg] = await table.search_vector(
-                    vectors[0],
-                    await leg_where(table),
-                    candidates,
-                    nprobes=index.settings.ann_nprobes,
-                    refine_factor=index.settings.ann_refine_factor or None,
-                    probe_share=index.settings.ann_probe_share,
-                )
-            except Exception as exc:  # noqa: BLE001 - embedder and LanceDB errors become a leg failure
-                failures.append(self._failure(leg, exc, started))
-            finally:
-                timings[f"{leg}_ms"] = (time.perf_counter() - started) * 1000
-
-        semantic_legs: list[tuple[str, Collection]] = []
-        skipped: dict[str, str] = {}
-        if mode is not SearchMode.LEXICAL:
+        search = _Search(
+            request=request,
+            collection=collection,
+            mode=request.mode or SearchMode(index.settings.default_mode),
+            projects=projects,
+            where=build_where(projects, request.filters),
+            unscoped=build_where(projects, request.filters, scoped=False),
+            candidates=max(request.limit, index.settings.leg_candidates),
+            query_terms=index.analyzer.terms(request.query),
+        )
+        if search.mode is not SearchMode.LEXICAL:
             for leg, table in index.semantic_collections():
                 uncovered = uncovered_language(request.query, table.space.key)
                 if uncovered is None:
-                    semantic_legs.append((leg, table))
+                    search.semantic.append((leg, table))
                 else:
-                    skipped[leg] = f"{table.space.model} does not cover {uncovered}"
-            if skipped and not semantic_legs:
-                degraded.append(
-                    f"no semantic leg covers the question ({'; '.join(skipped.values())}); lexical results only"
+                    search.skipped[leg] = f"{table.space.model} does not cover {uncovered}"
+            if search.skipped and not search.semantic:
+                search.degraded.append(
+                    f"no semantic leg covers the question ({'; '.join(search.skipped.values())}); "
+                    "lexical results only"
                 )
-        async with anyio.create_task_group() as group:
-            if mode is not SearchMode.SEMANTIC or not semantic_legs:
-                group.start_soon(partial(lexical, with_top=bool(semantic_legs)))
-            for leg, table in semantic_legs:
-                group.start_soon(semantic, leg, table)
+        return search
 
-        semantic_failures = [f for f in failures if f.leg != "lexical"]
-        if semantic_legs:
-            index.chain.record_search(fell_back=any(f.leg == "semantic" for f in semantic_failures))
+    def _lexical_leg(self, search: _Search, *, with_top: bool) -> Leg[Hit]:
+        async def lexical(request: RetrievalRequest, context: TrustedContext) -> list[Hit]:
+            collection = search.collection
+            hits = await collection.search_terms(
+                " ".join(search.query_terms), await search.leg_where(collection), search.candidates
+            )
+            if with_top and hits:
+                # The best hit's terms give the leg's confidence in the fusion (its coverage of the
+                # question); read here, beside the semantic legs, not after them.
+                terms = (await collection.terms_of([hits[0].id], search.where)).get(hits[0].id)
+                search.top_terms.update(terms.split() if terms is not None else ())
+            return hits
+
+        return FunctionLeg(LEXICAL, lexical)
+
+    def _semantic_leg(self, search: _Search, leg: str, table: Collection) -> Leg[Hit]:
+        index = self._index
+
+        async def semantic(request: RetrievalRequest, context: TrustedContext) -> list[Hit]:
+            started = time.perf_counter()
+            vectors = await index.chain.embed([request.query], space=table.space, kind="query")
+            table.check_vectors(vectors, 1)
+            search.timings[f"{leg}_embed_ms"] = (time.perf_counter() - started) * 1000
+            return await table.search_vector(
+                vectors[0],
+                await search.leg_where(table),
+                search.candidates,
+                nprobes=index.settings.ann_nprobes,
+                refine_factor=index.settings.ann_refine_factor or None,
+                probe_share=index.settings.ann_probe_share,
+            )
+
+        return FunctionLeg(leg, semantic)
+
+    async def _run(self, search: _Search, context: TrustedContext) -> LegResults[Hit]:
+        """Run the legs (lexical after them when semantic-only cannot run) and say what degraded."""
+        legs = [self._semantic_leg(search, leg, table) for leg, table in search.semantic]
+        if search.mode is not SearchMode.SEMANTIC or not search.semantic:
+            legs.insert(0, self._lexical_leg(search, with_top=bool(search.semantic)))
+        results = await run_legs(legs, search.request, context, provider=self._name)
+        semantic_failures = [f for f in results.failures if f.leg != LEXICAL]
+        if search.semantic:
+            self._index.chain.record_search(fell_back=results.failed("semantic"))
         for failure in semantic_failures:
-            degraded.append(f"{failure.leg} leg unavailable ({failure.kind}: {failure.message})")
-        semantic_answered = [leg for leg, _ in semantic_legs if leg in legs]
-        if semantic_legs and not semantic_answered:
-            if "lexical" not in legs and not any(f.leg == "lexical" for f in failures):
-                await lexical()  # semantic-only was asked for and cannot run: lexical carries on
-            degraded.append("no semantic leg answered; lexical results only")
-        if any(f.leg == "lexical" for f in failures) and semantic_answered:
-            degraded.append("lexical leg unavailable; semantic results only")
-        if not legs:
-            raise _as_error(failures[0], self._name)
-        for leg, table in semantic_legs:
-            if leg in legs and (pending := await table.pending_count()):
-                degraded.append(
+            search.degraded.append(f"{failure.leg} leg unavailable ({failure.kind}: {failure.message})")
+        semantic_answered = [leg for leg, _ in search.semantic if leg in results.hits]
+        if search.semantic and not semantic_answered:
+            if LEXICAL not in results.hits and not results.failed(LEXICAL):
+                # semantic-only was asked for and cannot run: lexical carries on
+                lexical = self._lexical_leg(search, with_top=False)
+                await run_legs([lexical], search.request, context, provider=self._name, into=results)
+            search.degraded.append("no semantic leg answered; lexical results only")
+        if results.failed(LEXICAL) and semantic_answered:
+            search.degraded.append("lexical leg unavailable; semantic results only")
+        if not results.hits:
+            first = results.failures[0]
+            raise error_for_failure(
+                first,
+                f"{first.leg or 'search'} leg failed: {first.message}",
+                provider=self._name,
+                default=ProviderUnavailable,
+                kinds=("timeout", "rate_limited", "invalid_response", "not_configured"),
+            )
+        for leg, elapsed in results.elapsed_ms.items():
+            search.timings[f"{leg}_ms"] = elapsed
+        for leg, table in search.semantic:
+            if leg in results.hits and (pending := await table.pending_count()):
+                search.degraded.append(
                     f"{pending:,} chunk(s) wait for embedding in {leg} ({table.space.key}) and are found "
                     "by the other legs only; run 'simone index --embed-pending'"
                 )
-        tables = dict(semantic_legs)
-        judged = {
+        return results
+
+    def _judge(self, search: _Search, legs: dict[str, list[Hit]]) -> _Judged:
+        """Each semantic leg's verdicts by its model's relevance rule, and each leg's vote."""
+        settings = self._index.settings
+        tables = dict(search.semantic)
+        verdicts = {
             leg: dict(
                 zip(
                     (hit.id for hit in hits),
                     rule_for(
-                        tables[leg].space.key,
-                        margin=index.settings.relevance_margin,
-                        band=index.settings.relevance_band,
-                    ).judge([hit.score for hit in hits], min_similarity=request.min_similarity),
+                        tables[leg].space.key, margin=settings.relevance_margin, band=settings.relevance_band
+                    ).judge([hit.score for hit in hits], min_similarity=search.request.min_similarity),
                     strict=True,
                 )
             )
             for leg, hits in legs.items()
-            if leg != "lexical"
+            if leg != LEXICAL
         }
-        query_set = set(query_terms)
-        weights, votes, pinned = _votes(
-            legs,
-            judged,
-            {leg: table.space.key for leg, table in semantic_legs},
-            len(query_set & top_terms) / len(query_set) if query_set else 0.0,
+        query_set = set(search.query_terms)
+        coverage = len(query_set & search.top_terms) / len(query_set) if query_set else 0.0
+        spaces = {leg: table.space.key for leg, table in search.semantic}
+        rule, votes = _votes(legs, verdicts, spaces, coverage)
+        return _Judged(verdicts, rule, votes)
+
+    async def _evidence(
+        self, search: _Search, legs: dict[str, list[Hit]], judged: _Judged
+    ) -> tuple[list[Evidence], list[Exclusion]]:
+        """Fuse the legs, keep the relevant candidates in fused order, read their rows.
+
+        Every leg takes part in the fusion with all its candidates, weighted by its confidence (see
+        :func:`_votes`): a leg whose best candidate does not stand out (a topic the knowledge does not
+        hold, a question its model half understands) votes with a small weight instead of being cut
+        off at its relevance verdicts; the lexical leg's best hit, when that leg is sure of it, stays
+        first. A fused candidate is kept when it shares enough terms with the question (the word
+        share; lexical legs only) or is relevant by meaning; the lexical candidates dropped for too
+        small a word share and the best semantic candidates judged not relevant are reported as
+        ``not_relevant``. Returns the evidence and the exclusions.
+        """
+        # A chunk id is unique by construction; a table damaged by two writers at once holds some
+        # twice, and each copy must not count (or be read) twice: the best copy stands for both.
+        legs = {leg: first_of_each(hits, _hit_id) for leg, hits in legs.items()}
+        fused = fuse_legs({leg: [(h.id, h.score) for h in hits] for leg, hits in legs.items()}, judged.rule)
+        lexical_ids = {hit.id for hit in legs.get(LEXICAL, ())}
+        rejected = list(
+            dict.fromkeys(
+                hit.id
+                for leg, verdicts in judged.verdicts.items()
+                for hit in legs[leg][:REJECTED_SHOWN]
+                if not verdicts[hit.id].relevant and hit.id not in lexical_ids
+            )
         )
-        started = time.perf_counter()
-        evidence, excluded = await self._evidence(
-            collection,
-            where,
-            legs,
-            judged,
-            query_set,
-            request.limit,
-            weights=weights,
-            pinned=pinned,
+        tables = dict(search.semantic)
+        reader = _RowReader(
+            provider=self,
+            search=search,
+            verdicts=judged.verdicts,
+            lexical_ids=lexical_ids,
+            has_lexical=LEXICAL in legs,
             # Row ids are a read hint only where the leg searched the table rows are read from.
             row_hints={
                 hit.id: hit.row
                 for leg, hits in legs.items()
-                if leg == "lexical" or tables.get(leg) is collection
+                if leg == LEXICAL or tables.get(leg) is search.collection
                 for hit in hits
                 if hit.row is not None
             },
-            projects=projects,
-            lexical_only=not judged,
-            word_share=RELEVANCE_WORD_SHARE
-            if index.settings.relevance_word_share is None
-            else index.settings.relevance_word_share,
+            lexical_only=not judged.verdicts,
+            word_share=self._word_share(),
         )
-        timings["fetch_ms"] = (time.perf_counter() - started) * 1000
-        details: dict[str, Any] = {
-            "mode": mode.value,
-            "legs": {name: len(hits) for name, hits in legs.items()},
-            "spaces": {leg: table.space.key for leg, table in semantic_legs},
-            "collection": collection.name,
-            "dropped_not_relevant": len(excluded),
-            "skipped_legs": skipped,
-            "votes": votes,
+        return await reader.read(fused, rejected)
+
+    def _word_share(self) -> float:
+        """The share of the question's terms a row must hold to be kept by its words."""
+        configured = self._index.settings.relevance_word_share
+        return RELEVANCE_WORD_SHARE if configured is None else configured
+
+    def _details(
+        self, search: _Search, results: LegResults[Hit], judged: _Judged, dropped: int
+    ) -> dict[str, Any]:
+        return {
+            "mode": search.mode.value,
+            "legs": {name: len(hits) for name, hits in results.hits.items()},
+            "spaces": {leg: table.space.key for leg, table in search.semantic},
+            "collection": search.collection.name,
+            "dropped_not_relevant": dropped,
+            "skipped_legs": search.skipped,
+            "votes": judged.votes,
             "relevance": {
                 leg: {
                     "margin": round(next(iter(verdicts.values())).margin, 4) if verdicts else None,
                     "relevant": sum(1 for v in verdicts.values() if v.relevant),
                 }
-                for leg, verdicts in judged.items()
+                for leg, verdicts in judged.verdicts.items()
             },
-            **{key: round(value, 3) for key, value in timings.items()},
+            **{key: round(value, 3) for key, value in search.timings.items()},
         }
-        return ProviderResponse(
-            evidence=evidence, degraded=degraded, leg_failures=failures, details=details, excluded=excluded
-        )
-
-    def _failure(self, leg: str, exc: Exception, started: float) -> ProviderFailure:
-        elapsed = (time.perf_counter() - started) * 1000
-        if isinstance(exc, ProviderError):
-            return ProviderFailure(
-                provider=self._name,
-                kind=exc.kind,
-                message=exc.message,
-                retryable=exc.retryable,
-                retry_after_s=exc.retry_after_s,
-                leg=leg,
-                elapsed_ms=elapsed,
-            )
-        return ProviderFailure(
-            provider=self._name,
-            kind="error",
-            message=f"{type(exc).__name__}: {exc}",
-            leg=leg,
-            elapsed_ms=elapsed,
-        )
-
-    async def _evidence(
-        self,
-        collection: Collection,
-        where: str,
-        legs: dict[str, list[Hit]],
-        judged: dict[str, dict[str, Judgement]],
-        query_terms: set[str],
-        limit: int,
-        *,
-        weights: dict[str, float],
-        pinned: str | None = None,
-        row_hints: dict[str, int],
-        projects: list[str],
-        lexical_only: bool,
-        word_share: float,
-    ) -> tuple[list[Evidence], list[Exclusion]]:
-        """Fuse the legs, keep the relevant candidates in fused order, read their rows.
-
-        Every leg takes part in the fusion with all its candidates, weighted by its confidence
-        (``weights``, see :func:`_votes`): a leg whose best candidate does not stand out (a topic the
-        knowledge does not hold, a question its model half understands) votes with a small weight
-        instead of being cut off at its relevance verdicts; ``pinned`` (the lexical leg's best hit,
-        when that leg is sure of it) stays first. A fused candidate is kept when it shares
-        enough terms with the question (``word_share``; lexical legs only) or is relevant by meaning;
-        the lexical candidates dropped for too small a word share and the best semantic candidates
-        judged not relevant are reported as ``not_relevant``. Returns the evidence and the exclusions.
-        """
-        # A chunk id is unique by construction; a table damaged by two writers at once holds some
-        # twice, and each copy must not count (or be read) twice: the best copy stands for both.
-        legs = {leg: _first_of_each(hits) for leg, hits in legs.items()}
-        scores: dict[str, dict[str, float]] = {}
-        ranks: dict[str, dict[str, int]] = {}
-        for leg, hits in legs.items():
-            for rank, hit in enumerate(hits, start=1):
-                scores.setdefault(hit.id, {})[leg] = hit.score
-                ranks.setdefault(hit.id, {})[leg] = rank
-        fusing = {leg: hits for leg, hits in legs.items() if hits}
-        lexical_ids = {hit.id for hit in legs.get("lexical", ())}
-        rejected = list(
-            dict.fromkeys(
-                hit.id
-                for leg in judged
-                for hit in legs[leg][:REJECTED_SHOWN]
-                if not judged[leg][hit.id].relevant and hit.id not in lexical_ids
-            )
-        )
-        if not fusing:
-            order: list[tuple[str, float]] = []
-            method = next(iter(legs))
-        elif len(fusing) == 1:
-            ((method, hits),) = fusing.items()
-            order = [(hit.id, hit.score) for hit in hits]
-        else:
-            fused = rrf({leg: [hit.id for hit in hits] for leg, hits in fusing.items()}, weights=weights)
-            order = [(item.id, item.score) for item in fused]
-            if pinned is not None and order and order[0][0] != pinned:
-                # The lexical leg is sure of its best hit: it stays first, tied with the fused head.
-                order = [(pinned, order[0][1])] + [item for item in order if item[0] != pinned]
-            method = "hybrid"
-        out: list[Evidence] = []
-        dropped: list[Exclusion] = []
-        position = 0
-        page = limit if lexical_only else max(2 * limit, 10)  # nothing is dropped lexically
-        # At most MAX_PAGES reads: when the best 4 × limit fused candidates hold too few relevant
-        # ones, the rest (ranked lower by every leg) are not read — they count as beyond the limit.
-        for read in range(MAX_PAGES):
-            if read and (len(out) >= limit or position >= len(order)):
-                break
-            window = order[position : position + page]
-            position += len(window)
-            wanted = [chunk_id for chunk_id, _ in window] + (rejected if read == 0 else [])
-            rows = await collection.fetch(wanted, where, rows=row_hints, projects=projects) if wanted else {}
-            if read == 0:
-                for chunk_id in rejected:
-                    if (row := rows.get(chunk_id)) is not None:
-                        meaning = {leg: v[chunk_id] for leg, v in judged.items() if chunk_id in v}
-                        dropped.append(_not_relevant(self._name, chunk_id, row, meaning))
-            for chunk_id, score in window:
-                row = rows.get(chunk_id)
-                if row is None:
-                    continue  # deleted since the search ran
-                matched = sorted(query_terms.intersection(str(row.pop("terms", "")).split()))
-                meaning = {leg: v[chunk_id] for leg, v in judged.items() if chunk_id in v}
-                share = len(matched) / len(query_terms) if query_terms else 0.0
-                by_words = lexical_only or (bool(matched) and "lexical" in legs and share >= word_share)
-                by_meaning = any(v.relevant for v in meaning.values())
-                kept_by = ["lexical"] * by_words + ["meaning"] * by_meaning
-                if not kept_by:
-                    if chunk_id in lexical_ids:  # shares words, but too few (word_share)
-                        dropped.append(_not_relevant(self._name, chunk_id, row, meaning))
-                    continue
-                if len(out) < limit:
-                    out.append(
-                        self._one(
-                            row,
-                            chunk_id,
-                            score,
-                            method,
-                            ranks[chunk_id],
-                            scores[chunk_id],
-                            kept_by,
-                            matched,
-                            meaning,
-                        )
-                    )
-        return out, dropped
 
     def _one(
         self,
         row: dict[str, Any],
-        chunk_id: str,
-        score: float,
+        item: LegRank,
         method: str,
-        ranks: dict[str, int],
-        scores: dict[str, float],
         kept_by: list[str],
         matched: list[str],
         meaning: dict[str, Judgement],
     ) -> Evidence:
-        locator = _locator(row)
         title = str(row["title"])
         if row["heading"] and row["heading"] != title:
             title = f"{title} — {str(row['heading']).split(' › ')[-1]}"
         return Evidence.create(
             provider=ProviderKind.DOCUMENT_INDEX,
             provider_name=self._name,
-            locator=locator,
+            locator=_locator(row),
             content=str(row["text"]),
             title=title,
-            score=float(score),
+            score=float(item.score),
             metadata={
-                "method": method,
-                "space": self._index.space.key if self._index.space is not None else None,
-                "chunk_id": chunk_id,
-                "path": row["path"],
-                "line_start": row["line_start"],
-                "line_end": row["line_end"],
-                "heading": row["heading"],
-                "kind": row["kind"],
-                "language": row["language"],
-                "project": row["project"] or None,
-                "leg_ranks": ranks,
-                "leg_scores": {k: round(v, 6) for k, v in scores.items()},
-                "relevance": {
+                EvidenceKey.METHOD: method,
+                EvidenceKey.SPACE: self._index.space.key if self._index.space is not None else None,
+                EvidenceKey.CHUNK_ID: item.id,
+                EvidenceKey.PATH: row["path"],
+                EvidenceKey.LINE_START: row["line_start"],
+                EvidenceKey.LINE_END: row["line_end"],
+                EvidenceKey.HEADING: row["heading"],
+                EvidenceKey.KIND: row["kind"],
+                EvidenceKey.LANGUAGE: row["language"],
+                EvidenceKey.PROJECT: row["project"] or None,
+                EvidenceKey.LEG_RANKS: item.ranks,
+                EvidenceKey.LEG_SCORES: {k: round(v, 6) for k, v in item.scores.items()},
+                EvidenceKey.RELEVANCE: {
                     "kept_by": kept_by,
                     "matched_terms": matched[:20],
                     "similarity": {leg: round(v.similarity, 4) for leg, v in meaning.items()},
@@ -450,13 +411,87 @@ class DocumentIndexProvider:
         )
 
 
+@dataclass(slots=True)
+class _RowReader:
+    """Reads the rows of fused candidates page by page and keeps the relevant ones, in fused order."""
+
+    provider: DocumentIndexProvider
+    search: _Search
+    verdicts: dict[str, dict[str, Judgement]]
+    lexical_ids: set[str]
+    has_lexical: bool
+    row_hints: dict[str, int]
+    lexical_only: bool
+    word_share: float
+    out: list[Evidence] = field(default_factory=list)
+    dropped: list[Exclusion] = field(default_factory=list)
+
+    async def read(self, fused: FusedLegs, rejected: list[str]) -> tuple[list[Evidence], list[Exclusion]]:
+        """The kept evidence and the exclusions, reading at most :data:`MAX_PAGES` pages of rows.
+
+        When the best ``4 × limit`` fused candidates hold too few relevant ones, the rest (ranked lower
+        by every leg) are not read — they count as beyond the limit.
+        """
+        limit = self.search.request.limit
+        order = fused.items
+        position = 0
+        page = limit if self.lexical_only else max(2 * limit, 10)  # nothing is dropped lexically
+        for read in range(MAX_PAGES):
+            if read and (len(self.out) >= limit or position >= len(order)):
+                break
+            window = order[position : position + page]
+            position += len(window)
+            wanted = [item.id for item in window] + (rejected if read == 0 else [])
+            rows = await self._fetch(wanted)
+            if read == 0:
+                for chunk_id in rejected:
+                    if (row := rows.get(chunk_id)) is not None:
+                        self.dropped.append(self._not_relevant(chunk_id, row))
+            for item in window:
+                row = rows.get(item.id)
+                if row is not None:  # else deleted since the search ran
+                    self._keep(row, item, fused.method)
+        return self.out, self.dropped
+
+    async def _fetch(self, wanted: list[str]) -> dict[str, dict[str, Any]]:
+        search = self.search
+        if not wanted:
+            return {}
+        return await search.collection.fetch(
+            wanted, search.where, rows=self.row_hints, projects=search.projects
+        )
+
+    def _meaning(self, chunk_id: str) -> dict[str, Judgement]:
+        return {leg: v[chunk_id] for leg, v in self.verdicts.items() if chunk_id in v}
+
+    def _not_relevant(self, chunk_id: str, row: dict[str, Any]) -> Exclusion:
+        return _not_relevant(self.provider.name, chunk_id, row, self._meaning(chunk_id))
+
+    def _keep(self, row: dict[str, Any], item: LegRank, method: str) -> None:
+        query_terms = set(self.search.query_terms)
+        matched = sorted(query_terms.intersection(str(row.pop("terms", "")).split()))
+        meaning = self._meaning(item.id)
+        share = len(matched) / len(query_terms) if query_terms else 0.0
+        by_words = self.lexical_only or (bool(matched) and self.has_lexical and share >= self.word_share)
+        by_meaning = any(v.relevant for v in meaning.values())
+        kept_by = ["lexical"] * by_words + ["meaning"] * by_meaning
+        if not kept_by:
+            if item.id in self.lexical_ids:  # shares words, but too few (word_share)
+                self.dropped.append(_not_relevant(self.provider.name, item.id, row, meaning))
+            return
+        if len(self.out) < self.search.request.limit:
+            self.out.append(self.provider._one(row, item, method, kept_by, matched, meaning))
+
+
 def _votes(
     legs: dict[str, list[Hit]],
     judged: dict[str, dict[str, Judgement]],
     spaces: dict[str, str],
     coverage: float,
-) -> tuple[dict[str, float], dict[str, dict[str, Any]], str | None]:
-    """Each answering leg's fusion weight, its confidence and weight for the trace, and the pinned hit.
+) -> tuple[FusionRule, dict[str, dict[str, Any]]]:
+    """The fusion rule and each leg's confidence and weight for the trace.
+
+    Each answering leg is weighted by its confidence, and the lexical leg's sure best hit is pinned.
 
     The confidence is the probability that the leg's best candidate is the answer: for the lexical
     leg from ``coverage`` (the share of the question's terms its best hit holds) and its BM25
@@ -468,26 +503,30 @@ def _votes(
     for leg, hits in legs.items():
         if not hits:
             continue
-        if leg == "lexical":
+        if leg == LEXICAL:
             log_odds[leg] = LEXICAL_VOTE.log_odds(*lexical_standout([hit.score for hit in hits], coverage))
         else:
             log_odds[leg] = vote_for(spaces[leg]).log_odds(judged[leg][hits[0].id].margin)
     if len(log_odds) < 2:
-        return {}, {}, None
-    weights = confidence_weights(log_odds, sharpness=VOTE_SHARPNESS)
+        return WeightedRRF({}), {}
+    weighted = WeightedRRF.from_confidence(log_odds, sharpness=VOTE_SHARPNESS)
     trace: dict[str, dict[str, Any]] = {
-        leg: {"confidence": round(_sigmoid(z), 4), "weight": round(weights[leg], 6)}
+        leg: {"confidence": round(_sigmoid(z), 4), "weight": round(weighted.weights[leg], 6)}
         for leg, z in log_odds.items()
     }
     pinned = None
-    if LEXICAL_PIN is not None and log_odds.get("lexical", -math.inf) >= LEXICAL_PIN:
-        pinned = legs["lexical"][0].id
-        trace["lexical"]["pinned"] = pinned
-    return weights, trace, pinned
+    if LEXICAL_PIN is not None and log_odds.get(LEXICAL, -math.inf) >= LEXICAL_PIN:
+        pinned = legs[LEXICAL][0].id
+        trace[LEXICAL]["pinned"] = pinned
+    return Pinned(weighted, pinned), trace
 
 
 def _sigmoid(z: float) -> float:
     return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
+
+
+def _hit_id(hit: Hit) -> str:
+    return hit.id
 
 
 def _locator(row: dict[str, Any]) -> str:
@@ -508,29 +547,3 @@ def _not_relevant(
         reason="not_relevant",
         detail=f"no word shared with the question and not relevant by meaning ({why or 'no semantic leg'})",
     )
-
-
-def _as_error(failure: ProviderFailure, provider: str) -> ProviderError:
-    from simone.runtime import InvalidResponse, ProviderTimeout, ProviderUnavailable, RateLimited
-
-    classes: dict[str, type[ProviderError]] = {
-        "timeout": ProviderTimeout,
-        "rate_limited": RateLimited,
-        "invalid_response": InvalidResponse,
-        "not_configured": ProviderNotConfigured,
-    }
-    cls = classes.get(failure.kind, ProviderUnavailable)
-    return cls(
-        f"{failure.leg or 'search'} leg failed: {failure.message}",
-        provider=provider,
-        retryable=failure.retryable,
-        retry_after_s=failure.retry_after_s,
-    )
-
-
-def _first_of_each(hits: list[Hit]) -> list[Hit]:
-    """``hits`` in order, each chunk id once (its best-ranked copy)."""
-    unique: dict[str, Hit] = {}
-    for hit in hits:
-        unique.setdefault(hit.id, hit)
-    return list(unique.values())

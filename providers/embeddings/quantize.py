@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
 import json
 import logging
 import os
@@ -50,7 +49,15 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 from simone.providers.embeddings._gate import GATE_SENTENCES
-from simone.providers.embeddings._onnx import load_tokenizer, mean_pool
+from simone.providers.embeddings.minilm import (
+    DIMENSION,
+    MAX_TOKENS,
+    load_tokenizer,
+    mean_pool,
+    open_session,
+    packaged_model_path,
+    sha256_file,
+)
 
 #: Bump when the recipe (steps, options, gate sentences) changes: old builds are then ignored.
 RECIPE_VERSION = 3
@@ -126,15 +133,6 @@ class Choice:
     path: Path
     reason: str
     report: GateReport | None = None
-
-
-def sha256_file(path: Path) -> str:
-    """sha256 of a file, read in 1 MiB blocks."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _ort_version() -> str:
@@ -324,28 +322,15 @@ def strip_nan_guards(source: Path, target: Path) -> int:
     return len(replace)
 
 
-def open_session(path: Path, threads: int) -> object:
-    """An onnxruntime CPU session with the embedder's options."""
-    import onnxruntime
-
-    options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
-    options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
-    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
-    options.log_severity_level = 3
-    return onnxruntime.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
-
-
 def embed_with(session: object, texts: list[str], *, batch_size: int = 16) -> npt.NDArray[np.float32]:
     """Embed ``texts`` with a raw session (length-sorted batches, mean pooling, L2 norm)."""
-    tokenizer = load_tokenizer(max_tokens=256, pad=True)
+    tokenizer = load_tokenizer(max_tokens=MAX_TOKENS, pad=True)
     encodings = tokenizer.encode_batch(texts)
     ids = np.asarray([e.ids for e in encodings], dtype=np.int64)
     mask = np.asarray([e.attention_mask for e in encodings], dtype=np.int64)
     lengths = mask.sum(axis=1)
     order = np.argsort(lengths, kind="stable")
-    out = np.empty((len(texts), 384), dtype=np.float32)
+    out = np.empty((len(texts), DIMENSION), dtype=np.float32)
     for begin in range(0, len(texts), batch_size):
         rows = order[begin : begin + batch_size]
         longest = int(lengths[rows].max())
@@ -459,8 +444,6 @@ def _read_report(path: Path) -> GateReport | None:
 
 def main(argv: list[str] | None = None) -> int:
     """Build and gate the quantised graph into a folder; print the report."""
-    from simone.providers.embeddings._onnx import packaged_model_path
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("directory", type=Path, help="where to write the graph and its report")
     parser.add_argument("--threads", type=int, default=2)

@@ -3,14 +3,17 @@
 A claim-sized query (about 20 terms) matches a large share of its scope, and FTS5's ``bm25()`` costs a
 few microseconds per matching row. This module keeps, per scope, the tokens the FTS5 index holds (the
 ``fts_title`` / ``fts_body`` columns) as numpy postings, and scores a query with one ``bincount`` —
-reproducing FTS5's formula operation by operation, so scores are bit-identical and the ranking and its
-ties (newest update, then id) are exactly those of the SQL path:
+with runtime's BM25 in its FTS5 flavour (:func:`~simone.runtime.fts5_idf`,
+:func:`~simone.runtime.fts5_term_scores`, :func:`~simone.runtime.bm25_length_norm`: FTS5's formula
+operation by operation), so scores are bit-identical and the ranking and its ties (newest update, then id)
+are exactly those of the SQL path:
 
 * N and the average row length come from the FTS5 index's own averages record (every scope, deleted
   records included), read in the query's read transaction;
 * the document frequency of a token is its number of rows in the scope (tokens carry their scope);
-* the frequency of a token in a row is 3 × its title occurrences + its body occurrences (the column
-  weights), the row length is its token count over both columns;
+* the frequency of a token in a row is :data:`~simone.runtime.BM25_TITLE_WEIGHT` (3) × its title
+  occurrences + its body occurrences (the column weights, :data:`BM25_CALL` in SQL), the row length is
+  its token count over both columns;
 * a row's score sums its tokens' contributions in query order, from 0.0, as FTS5 does.
 
 Freshness: every write that adds, removes or re-analyses a record bumps its scope's ``epoch`` and logs the
@@ -26,7 +29,6 @@ is always answered by SQL.
 from __future__ import annotations
 
 import json
-import math
 import sqlite3
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -36,13 +38,10 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 from simone.providers.memory._terms import scope_suffix
+from simone.runtime import BM25_TITLE_WEIGHT, bm25_length_norm, fts5_idf, fts5_term_scores
 
-K1 = 1.2
-"""FTS5's ``bm25()`` term-frequency saturation (fixed in SQLite)."""
-B = 0.75
-"""FTS5's ``bm25()`` length normalisation (fixed in SQLite)."""
-TITLE_WEIGHT = 3.0
-"""The title column's weight, as passed to ``bm25(records_fts, 3.0, 1.0)``."""
+BM25_CALL = f"bm25(records_fts, {float(BM25_TITLE_WEIGHT)}, 1.0)"
+"""FTS5's ``bm25()`` over the records with runtime's title weight (title, body): the SQL path's scores."""
 _MAX_EXTRA = 256
 """Rows patched into a scope's index (at least; or a tenth of it) before it is rebuilt instead."""
 _AVERAGES_ROWID = 1
@@ -107,7 +106,7 @@ class ScopeIndex:
     spans: dict[str, tuple[int, int]]
     slots: npt.NDArray[np.int64]
     freqs: npt.NDArray[np.float64]
-    norm_for: float = math.nan
+    norm_for: float = float("nan")
     norm: npt.NDArray[np.float64] | None = None
     dead: npt.NDArray[np.bool_] | None = None
     """Built rows removed or changed since the build (their postings are skipped)."""
@@ -145,7 +144,7 @@ class ScopeIndex:
         token_ids = np.fromiter(map(vocabulary.__getitem__, tokens), dtype=np.int64, count=len(tokens))
         size = len(rowids)
         row_of = np.repeat(np.arange(size, dtype=np.int64), pair_counts.sum(axis=1))
-        weight = np.repeat(np.tile(np.array([TITLE_WEIGHT, 1.0]), size), pair_counts.ravel())
+        weight = np.repeat(np.tile(np.array([float(BM25_TITLE_WEIGHT), 1.0]), size), pair_counts.ravel())
         keys = token_ids * max(size, 1) + row_of
         unique, inverse = np.unique(keys, return_inverse=True)
         freqs = np.bincount(inverse, weights=weight, minlength=len(unique)).astype(np.float64, copy=False)
@@ -167,7 +166,7 @@ class ScopeIndex:
     def normalisation(self, avgdl: float) -> npt.NDArray[np.float64]:
         """k1·(1 − b + b·|d|/avgdl) per row, exactly as FTS5 evaluates it (cached per avgdl)."""
         if self.norm is None or self.norm_for != avgdl:
-            self.norm = K1 * ((1.0 - B) + (B * self.lengths) / avgdl)
+            self.norm = bm25_length_norm(self.lengths, avgdl)
             self.norm_for = avgdl
         return self.norm
 
@@ -199,7 +198,7 @@ class ScopeIndex:
             title_tokens = title.split()
             body_tokens = body.split()
             for token in title_tokens:
-                counts[token] = counts.get(token, 0.0) + TITLE_WEIGHT
+                counts[token] = counts.get(token, 0.0) + float(BM25_TITLE_WEIGHT)
             for token in body_tokens:
                 counts[token] = counts.get(token, 0.0) + 1.0
             self.extra[int(rowid)] = (counts, float(len(title_tokens) + len(body_tokens)))
@@ -243,7 +242,6 @@ def score(
     if rows <= 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
     avgdl = float(total_tokens) / float(rows)
-    gain = K1 + 1.0
     positions: list[npt.NDArray[np.int64]] = []
     parts: list[npt.NDArray[np.float64]] = []
     rowid_parts: list[npt.NDArray[np.int64]] = []
@@ -255,7 +253,7 @@ def score(
         extra_rowids = list(index.extra)
         extra_rows = [index.extra[rowid] for rowid in extra_rowids]
         extra_norm = (
-            K1 * ((1.0 - B) + (B * np.array([length for _, length in extra_rows], dtype=np.float64)) / avgdl)
+            bm25_length_norm(np.array([length for _, length in extra_rows], dtype=np.float64), avgdl)
             if extra_rows
             else None
         )
@@ -271,19 +269,17 @@ def score(
             hits = len(slots) + len(added)
             if not hits:
                 continue
-            idf = math.log((rows - hits + 0.5) / (hits + 0.5))
-            if idf <= 0.0:
-                idf = 1e-6
+            idf = fts5_idf(rows, hits)
             if len(slots):
                 if norm is None:
                     norm = index.normalisation(avgdl)
-                parts.append(idf * ((freq * gain) / (freq + norm[slots])))
+                parts.append(fts5_term_scores(idf, freq, norm[slots]))
                 positions.append(slots + offset)
             if added:
                 assert extra_norm is not None
                 at = np.array([row for row, _ in added], dtype=np.int64)
                 extra_freq = np.array([count for _, count in added], dtype=np.float64)
-                parts.append(idf * ((extra_freq * gain) / (extra_freq + extra_norm[at])))
+                parts.append(fts5_term_scores(idf, extra_freq, extra_norm[at]))
                 positions.append(at + (offset + size))
         rowid_parts.append(index.rowids)
         rowid_parts.append(np.array(extra_rowids, dtype=np.int64))

@@ -1,8 +1,8 @@
 """The records of structured and session memory, and the inputs that create and change them.
 
 Every input model derives from :class:`MemoryArgs`: frozen, ``extra="forbid"``, and refusing any key that
-looks like a scope key (``actor``, ``conversation``, ``client``, ``project``, ``task``, ``thread``,
-``scope``…) at any depth and in any spelling with :class:`~simone.runtime.ScopeViolation`. Scope comes only
+looks like a scope key (one of :data:`~simone.runtime.SCOPE_KEYS`, ``scope``, or a word for an owner such
+as ``user`` or ``tenant``) at any depth and in any spelling with :class:`~simone.runtime.ScopeViolation`. Scope comes only
 from the :class:`~simone.runtime.TrustedContext`; these models are what tools and the store accept.
 """
 
@@ -110,14 +110,10 @@ STATUSES: dict[RecordKind, type[StrEnum]] = {
 
 # -- scope guard ---------------------------------------------------------------------------------------
 
-_SCOPE_WORDS = frozenset(
+# The scope keys come from runtime's SCOPE_KEYS (the one vocabulary; agents' FORBIDDEN_ARGUMENT_KEYS
+# derives from it too); the rest are words a model might use to smuggle an owner into arguments.
+_SCOPE_WORDS = frozenset(SCOPE_KEYS) | frozenset(
     {
-        "actor",
-        "conversation",
-        "client",
-        "project",
-        "task",
-        "thread",
         "scope",
         "caller",
         "user",

@@ -9,10 +9,11 @@ semantic leg can serve gets lexical results and says so in ``degraded``.
 
 from __future__ import annotations
 
-import time
+from functools import partial
 from typing import Any
 
-from simone.providers.memory._models import RecordKind, SearchHit, SearchQuery, SessionSummary
+import anyio
+from simone.providers.memory._models import MemoryRecord, RecordKind, SearchHit, SearchQuery, SessionSummary
 from simone.providers.memory._records import render
 from simone.providers.memory._store import MemoryStore, SessionStore, VectorStore
 from simone.runtime import (
@@ -20,16 +21,22 @@ from simone.runtime import (
     EmbeddingChain,
     EmbeddingSpace,
     Evidence,
+    EvidenceKey,
+    FunctionLeg,
     InvalidRequest,
+    Leg,
+    LegRank,
+    LegResults,
     MemorySettings,
-    ProviderError,
     ProviderFailure,
     ProviderKind,
     ProviderResponse,
     RetrievalRequest,
     SearchMode,
     TrustedContext,
-    rrf,
+    fuse_legs,
+    run_legs,
+    seconds_left,
 )
 
 DEFAULT_MIN_SIMILARITY = 0.25
@@ -39,6 +46,9 @@ MAX_QUERY_CHARS = 8192
 """Longer queries are cut here before analysis (the router already bounds them)."""
 
 _FILTERS = ("kind", "status", "tag")
+
+LEXICAL = "lexical"
+SEMANTIC = "semantic"
 
 
 def _max_limit(store: object, explicit: int | None) -> int:
@@ -173,67 +183,72 @@ class MemoryProvider:
         """Search the records visible to ``context``; best first."""
         details: dict[str, Any] = {}
         degraded: list[str] = []
-        failures: list[ProviderFailure] = []
         query = self._query(request, details)
         mode = request.mode or (SearchMode.HYBRID if self._chain is not None else SearchMode.LEXICAL)
         details["mode"] = mode.value
         if query is None:
             return ProviderResponse(details=details)
-        rankings: dict[str, list[SearchHit]] = {}
-        if mode is not SearchMode.LEXICAL:
-            if self._chain is None:
-                if mode is SearchMode.SEMANTIC:
-                    message = f"{self._name} has no semantic leg (no embedding chain); lexical only"
-                    degraded.append(message)
-                    failures.append(
-                        ProviderFailure(
-                            provider=self._name, kind="not_configured", message=message, leg="semantic"
-                        )
-                    )
-                else:
-                    details["note"] = "hybrid served by the lexical leg (no embedding chain configured)"
+        lexical = FunctionLeg(LEXICAL, partial(self._lexical, query=query))
+        results: LegResults[SearchHit] = LegResults()
+        if mode is not SearchMode.LEXICAL and self._chain is None:
+            if mode is SearchMode.SEMANTIC:
+                message = f"{self._name} has no semantic leg (no embedding chain); lexical only"
+                degraded.append(message)
+                results.failures.append(
+                    ProviderFailure(provider=self._name, kind="not_configured", message=message, leg=SEMANTIC)
+                )
             else:
-                started = time.perf_counter()
-                try:
-                    rankings["semantic"] = await self._semantic(self._chain, request, context, query, details)
-                except ProviderError as exc:
-                    self._chain.record_search(fell_back=True)
-                    message = f"semantic leg unavailable ({exc}); lexical only"
-                    degraded.append(message)
-                    failures.append(
-                        ProviderFailure(
-                            provider=self._name,
-                            kind=exc.kind,
-                            message=str(exc),
-                            retryable=exc.retryable,
-                            retry_after_s=exc.retry_after_s,
-                            leg="semantic",
-                            elapsed_ms=(time.perf_counter() - started) * 1000,
-                        )
-                    )
-                else:
-                    self._chain.record_search(fell_back=False)
-                    pending = details.get("pending_embedding", 0)
-                    if pending and mode is SearchMode.SEMANTIC:
-                        degraded.append(
-                            f"{pending} records are still waiting for embeddings; the semantic answer does "
-                            "not cover them (hybrid or lexical search does)"
-                        )
-                details["semantic_ms"] = round((time.perf_counter() - started) * 1000, 3)
-        if mode is not SearchMode.SEMANTIC or "semantic" not in rankings:
-            started = time.perf_counter()
-            rankings["lexical"] = await self._store.search_records(context, query)
-            details["lexical_ms"] = round((time.perf_counter() - started) * 1000, 3)
-        for leg, hits in rankings.items():
+                details["note"] = "hybrid served by the lexical leg (no embedding chain configured)"
+        legs: list[Leg[SearchHit]] = []
+        if mode is not SearchMode.LEXICAL and self._chain is not None:
+            legs.append(
+                FunctionLeg(SEMANTIC, partial(self._semantic, self._chain, query=query, details=details))
+            )
+        if mode is not SearchMode.SEMANTIC or not legs:
+            legs.append(lexical)
+        await run_legs(legs, request, context, provider=self._name, into=results)
+        if self._chain is not None and SEMANTIC in results.elapsed_ms:
+            degraded += self._semantic_notes(self._chain, results, mode, details)
+            if results.failed(SEMANTIC) and LEXICAL not in results.elapsed_ms:
+                await run_legs([lexical], request, context, provider=self._name, into=results)
+        if results.failed(LEXICAL):
+            raise results.errors[LEXICAL]
+        for leg, elapsed in results.elapsed_ms.items():
+            details[f"{leg}_ms"] = round(elapsed, 3)
+        for leg, hits in results.hits.items():
             details[f"{leg}_hits"] = len(hits)
-        evidence = self._fuse(rankings, query.limit)
-        return ProviderResponse(evidence=evidence, degraded=degraded, leg_failures=failures, details=details)
+        evidence = self._evidence(results.hits, query.limit)
+        return ProviderResponse(
+            evidence=evidence, degraded=degraded, leg_failures=results.failures, details=details
+        )
+
+    def _semantic_notes(
+        self, chain: EmbeddingChain, results: LegResults[SearchHit], mode: SearchMode, details: dict[str, Any]
+    ) -> list[str]:
+        """Record the semantic leg's outcome in the chain's health window and say what it lacked."""
+        chain.record_search(fell_back=results.failed(SEMANTIC))
+        if results.failed(SEMANTIC):
+            failure = next(f for f in results.failures if f.leg == SEMANTIC)
+            return [f"semantic leg unavailable ({failure.message}); lexical only"]
+        pending = details.get("pending_embedding", 0)
+        if pending and mode is SearchMode.SEMANTIC:
+            return [
+                f"{pending} records are still waiting for embeddings; the semantic answer does "
+                "not cover them (hybrid or lexical search does)"
+            ]
+        return []
+
+    async def _lexical(
+        self, request: RetrievalRequest, context: TrustedContext, *, query: SearchQuery
+    ) -> list[SearchHit]:
+        return await self._store.search_records(context, query)
 
     async def _semantic(
         self,
         chain: EmbeddingChain,
         request: RetrievalRequest,
         context: TrustedContext,
+        *,
         query: SearchQuery,
         details: dict[str, Any],
     ) -> list[SearchHit]:
@@ -247,63 +262,72 @@ class MemoryProvider:
         space = self._space
         details["embedding_space"] = space.key
         pending, missing = await store.missing_vectors(context, space.key, self._max_embeddings)
-        for start in range(0, len(pending), self._embed_batch):
-            batch = pending[start : start + self._embed_batch]
-            vectors = await chain.embed([text for _, text in batch], space=space, kind="document")
-            await store.put_vectors(space.key, [(rid, vectors[i]) for i, (rid, _) in enumerate(batch)])
-        details["embedded_now"] = len(pending)
-        if missing > len(pending):
-            details["pending_embedding"] = missing - len(pending)
+        embedded = await self._embed_backlog(chain, space, pending, context)
+        details["embedded_now"] = embedded
+        if missing > embedded:
+            details["pending_embedding"] = missing - embedded
         probe = await chain.embed([query.text], space=space, kind="query")
         floor = request.min_similarity if request.min_similarity is not None else self._min_similarity
         return await store.nearest(context, space.key, probe[0], query, min_similarity=floor)
 
-    def _fuse(self, rankings: dict[str, list[SearchHit]], limit: int) -> list[Evidence]:
-        records = {hit.record.id: hit.record for hits in rankings.values() for hit in hits}
-        scores = {leg: {hit.record.id: hit.score for hit in hits} for leg, hits in rankings.items()}
-        if len(rankings) == 1:
-            leg, hits = next(iter(rankings.items()))
-            order = [(hit.record.id, hit.score, {leg: rank}) for rank, hit in enumerate(hits, start=1)]
-            method = leg
-        else:
-            fused = rrf({leg: [hit.record.id for hit in hits] for leg, hits in rankings.items()})
-            order = [
-                (item.id, item.score, {leg: rank for leg, rank, _ in item.contributions}) for item in fused
-            ]
-            method = "hybrid"
-        evidence = []
-        for record_id, score, ranks in order[:limit]:
-            record = records[record_id]
-            metadata: dict[str, Any] = {
-                "search": method,
-                "ranks": ranks,
-                "record_id": record.id,
-                "kind": record.kind.value,
-                "status": record.status,
-                "tags": list(record.tags),
-                "scope": sorted(record.scope) or "global",
-                "created_at": record.created_at.isoformat(),
-                "updated_at": record.updated_at.isoformat(),
-                "revision": record.revision,
-            }
-            if "lexical" in scores and record_id in scores["lexical"]:
-                metadata["bm25"] = scores["lexical"][record_id]
-            if "semantic" in scores and record_id in scores["semantic"]:
-                metadata["similarity"] = scores["semantic"][record_id]
-                if self._space is not None:
-                    metadata["embedding_space"] = self._space.key
-            evidence.append(
-                Evidence.create(
-                    provider=ProviderKind.MEMORY,
-                    provider_name=self._name,
-                    locator=record.locator,
-                    title=record.title,
-                    content=render(record),
-                    score=score,
-                    metadata=metadata,
-                )
-            )
-        return evidence
+    async def _embed_backlog(
+        self,
+        chain: EmbeddingChain,
+        space: EmbeddingSpace,
+        pending: list[tuple[str, str]],
+        context: TrustedContext,
+    ) -> int:
+        """Embed records still without a vector, batch by batch, while the request can afford it.
+
+        Backlog embedding is optional work: it stops once half of the time the request had left when it
+        began is spent, so a large import never turns the first search into a timeout; the rest waits
+        for later requests (and hybrid search still finds it lexically).
+        """
+        store = self._store
+        assert isinstance(store, VectorStore)
+        left = seconds_left(context)
+        stop_at = None if left is None else anyio.current_time() + left / 2
+        done = 0
+        for start in range(0, len(pending), self._embed_batch):
+            if stop_at is not None and anyio.current_time() >= stop_at:
+                break
+            batch = pending[start : start + self._embed_batch]
+            vectors = await chain.embed([text for _, text in batch], space=space, kind="document")
+            await store.put_vectors(space.key, [(rid, vectors[i]) for i, (rid, _) in enumerate(batch)])
+            done += len(batch)
+        return done
+
+    def _evidence(self, legs: dict[str, list[SearchHit]], limit: int) -> list[Evidence]:
+        """The records of the fused order (plain RRF of the answering legs), up to ``limit``."""
+        records = {hit.record.id: hit.record for hits in legs.values() for hit in hits}
+        fused = fuse_legs({leg: [(hit.record.id, hit.score) for hit in hits] for leg, hits in legs.items()})
+        return [self._one(records[item.id], item, fused.method) for item in fused.items[:limit]]
+
+    def _one(self, record: MemoryRecord, item: LegRank, method: str) -> Evidence:
+        metadata: dict[str, Any] = {
+            EvidenceKey.METHOD: method,
+            EvidenceKey.LEG_RANKS: item.ranks,
+            EvidenceKey.LEG_SCORES: {leg: round(score, 6) for leg, score in item.scores.items()},
+            EvidenceKey.RECORD_ID: record.id,
+            EvidenceKey.KIND: record.kind.value,
+            EvidenceKey.STATUS: record.status,
+            EvidenceKey.TAGS: list(record.tags),
+            EvidenceKey.SCOPE: sorted(record.scope) or "global",
+            EvidenceKey.CREATED_AT: record.created_at.isoformat(),
+            EvidenceKey.UPDATED_AT: record.updated_at.isoformat(),
+            EvidenceKey.REVISION: record.revision,
+        }
+        if SEMANTIC in item.scores and self._space is not None:
+            metadata[EvidenceKey.SPACE] = self._space.key
+        return Evidence.create(
+            provider=ProviderKind.MEMORY,
+            provider_name=self._name,
+            locator=record.locator,
+            title=record.title,
+            content=render(record),
+            score=item.score,
+            metadata=metadata,
+        )
 
 
 class SessionMemoryProvider:
@@ -344,13 +368,16 @@ class SessionMemoryProvider:
             item = hit.item
             if isinstance(item, SessionSummary):
                 title = "Conversation summary"
-                metadata: dict[str, Any] = {"role": "summary", "through_seq": item.through_seq}
+                metadata: dict[str, Any] = {
+                    EvidenceKey.ROLE: "summary",
+                    EvidenceKey.THROUGH_SEQ: item.through_seq,
+                }
                 moment = item.updated_at
             else:
                 title = f"{item.role.value} turn {item.seq}"
-                metadata = {"role": item.role.value, "seq": item.seq}
+                metadata = {EvidenceKey.ROLE: item.role.value, EvidenceKey.SEQ: item.seq}
                 moment = item.created_at
-            metadata |= {"search": "lexical", "at": moment.isoformat()}
+            metadata |= {EvidenceKey.METHOD: LEXICAL, EvidenceKey.AT: moment.isoformat()}
             evidence.append(
                 Evidence.create(
                     provider=ProviderKind.SESSION_MEMORY,

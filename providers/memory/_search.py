@@ -14,7 +14,13 @@ from typing import Any
 
 import numpy as np
 from simone.providers.memory._access import RecordAccess
-from simone.providers.memory._cache import ScopeIndex, SearchCacheInfo, fts_totals, score as memory_scores
+from simone.providers.memory._cache import (
+    BM25_CALL,
+    ScopeIndex,
+    SearchCacheInfo,
+    fts_totals,
+    score as memory_scores,
+)
 from simone.providers.memory._models import ListQuery, MemoryRecord, SearchHit, SearchQuery
 from simone.providers.memory._rows import SELECT_RECORD, record_from_row
 from simone.providers.memory._terms import MAX_QUERY_TERMS, fts_query, fts_token
@@ -147,7 +153,7 @@ class RecordSearch(RecordAccess):
     def _search_sql(
         self, db: sqlite3.Connection, match: str, condition: str, params: list[Any], limit: int
     ) -> list[SearchHit]:
-        """BM25 by FTS5's ``bm25()`` (the title weighted 3), the filters and the tie-break in SQL."""
+        """BM25 by FTS5's ``bm25()`` (:data:`BM25_CALL`), the filters and the tie-break in SQL."""
         # Fast path: the best ``window`` rows by BM25 from the index alone, then the filters and the
         # tie-break on those few rows. It is exact when the index had fewer matches than the window, or
         # when the last hit kept ranks strictly better than the worst candidate (so no row outside the
@@ -155,7 +161,7 @@ class RecordSearch(RecordAccess):
         window = max(4 * limit, 64)
         while window <= _MAX_WINDOW:
             candidates = db.execute(
-                "SELECT rowid, bm25(records_fts, 3.0, 1.0) AS score FROM records_fts "
+                f"SELECT rowid, {BM25_CALL} AS score FROM records_fts "
                 "WHERE records_fts MATCH ? ORDER BY score LIMIT ?",
                 (match, window),
             ).fetchall()
@@ -175,7 +181,7 @@ class RecordSearch(RecordAccess):
             window *= 8
         full = db.execute(
             f"SELECT {SELECT_RECORD}, w.score FROM ("
-            "SELECT r.rowid AS rid, bm25(records_fts, 3.0, 1.0) AS score, r.updated_us AS u, r.id AS i "
+            f"SELECT r.rowid AS rid, {BM25_CALL} AS score, r.updated_us AS u, r.id AS i "
             "FROM records_fts JOIN records r ON r.rowid = records_fts.rowid "
             f"WHERE records_fts MATCH ? AND {condition} ORDER BY score, u DESC, i LIMIT ?"
             ") w JOIN records r ON r.rowid = w.rid ORDER BY w.score, w.u DESC, w.i",

@@ -8,6 +8,8 @@
   the shared lexical analysis).
 * :class:`WebSearcher` (cached search with fallback, cached fetch + extraction) and the
   caller-restricted :class:`WebSearchProvider`; :func:`open_web` builds all of it from the settings.
+* :func:`fetch_pages` and :func:`gather_passages`: the passage gathering the provider and the
+  web-research workflow share (pages fetched within the deadline, passages ranked per source).
 """
 
 from simone.providers.web._backends import (
@@ -38,6 +40,17 @@ from simone.providers.web._fetcher import (
     decode_body as decode_body,
     system_resolver as system_resolver,
 )
+from simone.providers.web._gather import (
+    Gathered as Gathered,
+    PassageSource as PassageSource,
+    fetch_page as fetch_page,
+    fetch_pages as fetch_pages,
+    fetch_status as fetch_status,
+    finish_reserve as finish_reserve,
+    gather_passages as gather_passages,
+    page_failure as page_failure,
+    source_metadata as source_metadata,
+)
 from simone.providers.web._provider import (
     WEB_CALLERS as WEB_CALLERS,
     WebSearchProvider as WebSearchProvider,
@@ -50,7 +63,6 @@ from simone.providers.web._searcher import (
     PageOutcome as PageOutcome,
     SearchOutcome as SearchOutcome,
     WebSearcher as WebSearcher,
-    failure_from as failure_from,
 )
 from simone.providers.web._stack import (
     WebStack as WebStack,
@@ -76,8 +88,10 @@ __all__ = (
     "FetchReason",
     "FetchStats",
     "FetchedPage",
+    "Gathered",
     "Passage",
     "PageOutcome",
+    "PassageSource",
     "Resolver",
     "SafeFetcher",
     "SearchBackend",
@@ -97,12 +111,18 @@ __all__ = (
     "decode_body",
     "error_from_failures",
     "extract_page",
-    "failure_from",
+    "fetch_page",
+    "fetch_pages",
+    "fetch_status",
+    "finish_reserve",
+    "gather_passages",
     "memo_analyzer",
     "open_web",
+    "page_failure",
     "parse_retry_after",
     "rank_passages",
     "select_passages",
+    "source_metadata",
     "split_passages",
     "system_resolver",
     "truncate_query",

@@ -8,53 +8,45 @@ other pages' evidence is returned.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Sequence
 from typing import Any
 
-import anyio
-from simone.providers.web._extract import rank_passages, split_passages
-from simone.providers.web._searcher import PageOutcome, WebSearcher, failure_from
+from simone.providers.web._gather import (
+    Gathered,
+    PassageSource,
+    fetch_pages,
+    finish_reserve,
+    gather_passages,
+    source_metadata,
+)
+from simone.providers.web._searcher import PageOutcome, SearchOutcome, WebSearcher
+from simone.providers.web._types import SearchHit
 from simone.runtime import (
     CONTAINMENT_VERSION,
     AccessDenied,
-    CacheSession,
     Caller,
     Evidence,
+    EvidenceKey,
     Freshness,
-    InvalidResponse,
     ProviderError,
     ProviderFailure,
     ProviderKind,
     ProviderNotConfigured,
     ProviderResponse,
-    ProviderTimeout,
-    ProviderUnavailable,
-    RateLimited,
     ResearchCache,
     RetrievalRequest,
     TrustedContext,
     contain_untrusted,
+    error_for_failure,
     find_instruction_like,
     normalize_url,
+    seconds_left,
     strip_hidden,
 )
 
-FINISH_RESERVE_S = 1.0
-"""At most this much of the time left is kept to rank passages and assemble the answer."""
-
 WEB_CALLERS = frozenset({Caller.RESEARCHER, Caller.RESEARCH_WORKFLOW})
 """The only callers that may search the web (DESIGN.md): the researcher and the research workflow."""
-
-_ERRORS: dict[str, type[ProviderError]] = {
-    "timeout": ProviderTimeout,
-    "unavailable": ProviderUnavailable,
-    "not_configured": ProviderNotConfigured,
-    "rate_limited": RateLimited,
-    "forbidden": AccessDenied,
-    "invalid_response": InvalidResponse,
-}
 
 
 def check_web_caller(context: TrustedContext, provider: str = "web") -> None:
@@ -71,36 +63,17 @@ def check_web_caller(context: TrustedContext, provider: str = "web") -> None:
         )
 
 
-def seconds_left(context: TrustedContext) -> float | None:
-    """Seconds before the tighter of the context's deadline and the enclosing cancel scope's.
-
-    ``None`` when neither has one. The router runs a provider under ``anyio.fail_after``; reading
-    that deadline lets work be cut short *before* the router cancels it and every result is lost.
-    """
-    left = context.remaining_s()
-    scope = anyio.current_effective_deadline() - anyio.current_time()
-    if math.isfinite(scope):
-        left = max(0.0, scope) if left is None else min(left, max(0.0, scope))
-    return left
-
-
-def finish_reserve(left: float | None) -> float:
-    """The part of ``left`` seconds kept to finish (rank, assemble): a fifth, at most one second."""
-    return 0.0 if left is None else min(FINISH_RESERVE_S, left * 0.2)
-
-
 def error_from_failures(failures: Sequence[ProviderFailure], provider: str) -> ProviderError:
     """One error that stands for every backend failing (the kind of the first failure)."""
     if not failures:
         return ProviderError("the web search gave no answer", provider=provider)
     first = failures[0]
     summary = "; ".join(f"{f.provider}: {f.message}" for f in failures)
-    error_type = _ERRORS.get(first.kind, ProviderError)
-    return error_type(
+    return error_for_failure(
+        first,
         f"every web search backend failed — {summary}",
         provider=provider,
         retryable=any(f.retryable for f in failures),
-        retry_after_s=first.retry_after_s,
     )
 
 
@@ -122,10 +95,10 @@ def web_evidence(
     cleaned = strip_hidden(content)
     title_clean = contain_untrusted(title)
     meta = dict(metadata)
-    meta["containment"] = CONTAINMENT_VERSION
-    meta["hidden_removed"] = cleaned.removed + title_clean.hidden_removed
+    meta[EvidenceKey.CONTAINMENT] = CONTAINMENT_VERSION
+    meta[EvidenceKey.HIDDEN_REMOVED] = cleaned.removed + title_clean.hidden_removed
     if title_clean.flags:
-        meta["instruction_like"] = [flag.model_dump() for flag in title_clean.flags]
+        meta[EvidenceKey.INSTRUCTION_LIKE] = [flag.model_dump() for flag in title_clean.flags]
     item = Evidence.create(
         provider=ProviderKind.WEB_SEARCH,
         provider_name=provider_name,
@@ -144,7 +117,7 @@ def with_instruction_flags(item: Evidence) -> Evidence:
     if not flags:
         return item
     metadata = dict(item.metadata)
-    metadata["instruction_like"] = [*metadata.get("instruction_like", []), *flags]
+    metadata[EvidenceKey.INSTRUCTION_LIKE] = [*metadata.get(EvidenceKey.INSTRUCTION_LIKE, []), *flags]
     return item.model_copy(update={"metadata": metadata})
 
 
@@ -215,107 +188,84 @@ class WebSearchProvider:
         )
         if outcome.page is None:
             raise error_from_failures(outcome.failures, self._name)
-        hits = []
-        seen: set[str] = set()
+        unique: dict[str, SearchHit] = {}
         for hit in outcome.page.hits:
-            key = normalize_url(hit.url)
-            if key not in seen:
-                seen.add(key)
-                hits.append(hit)
-        duplicates = len(outcome.page.hits) - len(hits)
-        pages: dict[str, PageOutcome] = {}
-
-        async def fetch(url: str) -> None:
-            left = seconds_left(context)
-            share = None if left is None else max(0.0, left - reserve)
-            pages[url] = await self._page(url, session, share)
-
-        async with anyio.create_task_group() as group:
-            for hit in hits[: self.fetch_top]:
-                group.start_soon(fetch, hit.url)
-        documents = []
-        for hit in hits:
-            page = pages.get(hit.url)
-            text = page.page.text if page is not None and page.page is not None else ""
-            documents.append((hit.url, split_passages(text) if text.strip() else [hit.snippet]))
-        selected = await rank_passages(request.query, documents, per_source=self.passages_per_source)
-        by_url: dict[str, list[str]] = {}
-        best: dict[str, float] = {}
-        for passage in selected:
-            by_url.setdefault(passage.source, []).append(passage.text)
-            best[passage.source] = max(best.get(passage.source, 0.0), passage.score)
-        evidence: list[Evidence] = []
-        leg_failures: list[ProviderFailure] = list(outcome.failures)
-        for hit in sorted(hits, key=lambda h: (-best.get(h.url, 0.0), h.rank)):
-            if hit.url not in by_url:
-                continue
-            page = pages.get(hit.url)
-            extracted = page.page if page is not None else None
-            metadata: dict[str, Any] = {
-                "search_backend": outcome.page.backend,
-                "search_rank": hit.rank,
-                "search_cache": outcome.cache.value,
-                "fetched": extracted is not None,
-                "page_cache": page.cache.value if page is not None else None,
-                "published": (extracted.date if extracted else None) or hit.published,
-                "site": extracted.site if extracted else None,
-            }
-            if page is not None and page.failure is not None:
-                metadata["fetch_status"] = page.reason
-                metadata["fetch_error"] = page.failure.message
-                leg_failures.append(page.failure)
-            evidence.append(
-                web_evidence(
-                    provider_name=self._name,
-                    url=hit.url,
-                    title=(extracted.title if extracted and extracted.title else hit.title),
-                    content="\n…\n".join(by_url[hit.url]),
-                    score=best.get(hit.url, 0.0),
-                    metadata=metadata,
-                )
+            unique.setdefault(normalize_url(hit.url), hit)
+        hits = list(unique.values())
+        pages = await fetch_pages(
+            self.searcher,
+            [hit.url for hit in hits[: self.fetch_top]],
+            cache=session,
+            freshness=self.freshness,
+            context=context,
+            reserve_s=reserve,
+        )
+        sources = [
+            PassageSource(
+                key=hit.url, rank=hit.rank, order=order, snippet=hit.snippet, page=pages.get(hit.url)
             )
-        degraded = []
-        if outcome.failures:
-            degraded.append(
-                f"{len(outcome.failures)} search backend(s) failed before {outcome.page.backend} answered"
-            )
-        fetch_failures = [p for p in pages.values() if p.failure is not None]
-        if fetch_failures:
-            degraded.append(
-                f"{len(fetch_failures)} page(s) could not be fetched; their search snippets are used"
-            )
-        if outcome.page.partial:
-            degraded.append(f"{outcome.page.backend} reported engines that did not answer")
+            for order, hit in enumerate(hits)
+        ]
+        gathered = await gather_passages(request.query, sources, per_source=self.passages_per_source)
+        evidence = [self._evidence(item, hits, outcome) for item in gathered]
+        leg_failures = [
+            *outcome.failures,
+            *(f for g in gathered if (f := _failure(g.source.page)) is not None),
+        ]
         return ProviderResponse(
             evidence=evidence,
-            degraded=degraded,
+            degraded=_degraded(outcome, pages),
             leg_failures=leg_failures,
             details={
                 "query": outcome.page.query,
                 "query_truncated": outcome.page.query_truncated,
-                "duplicates_in_results": duplicates,
+                "duplicates_in_results": len(outcome.page.hits) - len(hits),
                 "cache": session.stats().model_dump(),
                 "elapsed_ms": (time.perf_counter() - started) * 1000,
             },
         )
 
-    async def _page(self, url: str, session: CacheSession, share: float | None) -> PageOutcome:
-        """One page within ``share`` seconds; anything it raises or a timeout is its failure alone."""
-        with anyio.move_on_after(share):
-            try:
-                return await self.searcher.fetch_page(
-                    url, cache=session, freshness=self.freshness, timeout_s=share
-                )
-            except Exception as exc:  # noqa: BLE001 - one page must not cost the others their evidence
-                bug = ProviderError(
-                    f"the page failed unexpectedly ({type(exc).__name__}: {exc})", provider="web-fetch"
-                )
-                return PageOutcome(
-                    url=url, page=None, failure=failure_from(bug, "web-fetch", "fetch"), reason="error"
-                )
-        late = ProviderTimeout(
-            f"the page was not read within its {share or 0:.1f} s share of the deadline", provider="web-fetch"
+    def _evidence(self, item: Gathered, hits: Sequence[SearchHit], outcome: SearchOutcome) -> Evidence:
+        """One page's evidence: its passages, untrusted, with its source's metadata."""
+        hit = hits[item.source.order]
+        page = item.source.page
+        extracted = page.page if page is not None else None
+        assert outcome.page is not None
+        metadata = source_metadata(
+            page,
+            backend=outcome.page.backend,
+            rank=hit.rank,
+            search_cache=outcome.cache,
+            published=hit.published,
         )
-        return PageOutcome(
-            url=url, page=None, failure=failure_from(late, "web-fetch", "fetch"), reason="timeout"
+        metadata[EvidenceKey.SITE] = extracted.site if extracted else None
+        if page is not None and page.failure is not None:
+            metadata[EvidenceKey.FETCH_ERROR] = page.failure.message
+        return web_evidence(
+            provider_name=self._name,
+            url=hit.url,
+            title=(extracted.title if extracted and extracted.title else hit.title),
+            content="\n…\n".join(item.passages),
+            score=item.score,
+            metadata=metadata,
         )
+
+
+def _failure(page: PageOutcome | None) -> ProviderFailure | None:
+    return page.failure if page is not None else None
+
+
+def _degraded(outcome: SearchOutcome, pages: dict[str, PageOutcome]) -> list[str]:
+    """What the answer lacks: backends that failed first, pages not read, engines that did not answer."""
+    assert outcome.page is not None
+    degraded = []
+    if outcome.failures:
+        degraded.append(
+            f"{len(outcome.failures)} search backend(s) failed before {outcome.page.backend} answered"
+        )
+    fetch_failures = [p for p in pages.values() if p.failure is not None]
+    if fetch_failures:
+        degraded.append(f"{len(fetch_failures)} page(s) could not be fetched; their search snippets are used")
+    if outcome.page.partial:
+        degraded.append(f"{outcome.page.backend} reported engines that did not answer")
+    return degraded

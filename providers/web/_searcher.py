@@ -61,19 +61,6 @@ class PageOutcome:
     elapsed_ms: float = 0.0
 
 
-def failure_from(error: ProviderError, provider: str, leg: str, elapsed_ms: float = 0.0) -> ProviderFailure:
-    """A :class:`ProviderFailure` value for ``error``."""
-    return ProviderFailure(
-        provider=provider,
-        kind=error.kind,
-        message=error.message,
-        retryable=error.retryable,
-        retry_after_s=error.retry_after_s,
-        leg=leg,
-        elapsed_ms=elapsed_ms,
-    )
-
-
 class WebSearcher:
     """Search and fetch through the cache.
 
@@ -126,7 +113,7 @@ class WebSearcher:
                 "or SIMONE_WEB__TAVILY_API_KEY",
                 provider="web",
             )
-            outcome.failures.append(failure_from(error, "web", "search"))
+            outcome.failures.append(ProviderFailure.from_error("web", error, leg="search"))
             return outcome
         for backend in self.backends:
             key = search_cache_key(backend.name, query, count)
@@ -148,7 +135,12 @@ class WebSearcher:
                 page = await backend.search(query, count=count, timeout_s=limit)
             except ProviderError as exc:
                 outcome.failures.append(
-                    failure_from(exc, backend.name, "search", (time.perf_counter() - call_started) * 1000)
+                    ProviderFailure.from_error(
+                        backend.name,
+                        exc,
+                        leg="search",
+                        elapsed_ms=(time.perf_counter() - call_started) * 1000,
+                    )
                 )
                 continue
             except Exception as exc:  # noqa: BLE001 - a backend's bug must not end the run; try the next
@@ -156,7 +148,12 @@ class WebSearcher:
                     f"{backend.name} failed unexpectedly ({type(exc).__name__}: {exc})", provider=backend.name
                 )
                 outcome.failures.append(
-                    failure_from(bug, backend.name, "search", (time.perf_counter() - call_started) * 1000)
+                    ProviderFailure.from_error(
+                        backend.name,
+                        bug,
+                        leg="search",
+                        elapsed_ms=(time.perf_counter() - call_started) * 1000,
+                    )
                 )
                 continue
             await cache.put(
@@ -205,7 +202,10 @@ class WebSearcher:
         outcome.cache = lookup.status
         if self.fetcher is None:
             error = ProviderNotConfigured("page fetching is not configured", provider="web-fetch")
-            outcome.failure, outcome.reason = failure_from(error, "web-fetch", "fetch"), "not_configured"
+            outcome.failure, outcome.reason = (
+                ProviderFailure.from_error("web-fetch", error, leg="fetch"),
+                "not_configured",
+            )
             return outcome
         try:
             # the fetcher's own deadline starts once it has a connection slot; this one includes the wait
@@ -258,6 +258,6 @@ class WebSearcher:
     @staticmethod
     def _failed(outcome: PageOutcome, error: FetchError, started: float) -> PageOutcome:
         elapsed = (time.perf_counter() - started) * 1000
-        outcome.failure = failure_from(error, "web-fetch", "fetch", elapsed)
+        outcome.failure = ProviderFailure.from_error("web-fetch", error, leg="fetch", elapsed_ms=elapsed)
         outcome.reason, outcome.elapsed_ms = error.reason, elapsed
         return outcome

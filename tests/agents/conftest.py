@@ -2,7 +2,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from simone.providers._loopback import LoopbackWeb, add_fixture_site
+from simone.providers.testing import LoopbackWeb, add_fixture_site
 from simone.runtime import Settings, WebSettings
 
 

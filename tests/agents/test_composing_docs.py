@@ -1,20 +1,28 @@
 """The code of docs/composing.md runs as written (offline: no documents, the loopback web)."""
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 from simone.agents import Runtime
-from simone.providers._loopback import LoopbackWeb
+from simone.providers.testing import LoopbackWeb
 from simone.runtime import ProviderNotConfigured, Settings
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "composing.md"
+ROOT = Path(__file__).resolve().parents[2]
+DOC = ROOT / "docs" / "composing.md"
+
+
+def _blocks() -> list[str]:
+    return re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), flags=re.DOTALL)
 
 
 def _namespace() -> dict[str, Any]:
-    blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), flags=re.DOTALL)
+    blocks = _blocks()
     assert len(blocks) >= 4
     namespace: dict[str, Any] = {"__name__": "composing_docs"}
     for block in blocks:
@@ -52,3 +60,19 @@ def test_workflow_chaining_retrieval_and_research(web_settings: Settings, loopba
                 await ns["brief"](runtime, runtime.admit({"actor": "alice"}), "anything at all")
 
     anyio.run(main)
+
+
+def test_the_examples_pass_mypy_strict_as_a_user_script(tmp_path: Path) -> None:
+    pytest.importorskip("mypy")
+    script = tmp_path / "composing_docs.py"
+    script.write_text("\n\n".join(_blocks()), encoding="utf-8")
+    # from the repository root, so pyproject's [tool.mypy] (strict, the pydantic plugin) and its cache apply
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-error-summary", str(script)],
+        cwd=ROOT,
+        env={**os.environ, "MYPYPATH": str(ROOT / ".typecheck")},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -8,7 +8,7 @@ from simone.agents import Budget, Runtime
 from simone.agents._research import WorkflowResearchRunner
 from simone.agents._session import ResearchCaps
 from simone.agents.testing import ScriptedChatModel, text_reply, tool_call
-from simone.providers._loopback import LoopbackWeb, Route
+from simone.providers.testing import LoopbackWeb, Route
 from simone.runtime import (
     AccessDenied,
     Caller,

@@ -6,7 +6,6 @@ from typing import TypeVar
 
 import anyio
 import pytest
-from simone.providers.testing import SecondsClock
 from simone.runtime import (
     CacheLookup,
     CacheStats,
@@ -18,6 +17,7 @@ from simone.runtime import (
     search_cache_key,
 )
 from simone.runtime._cache import CacheEntry
+from simone.runtime.testing import SecondsClock
 
 T = TypeVar("T")
 

@@ -12,7 +12,6 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 from hypothesis import given, settings, strategies as st
-from simone.providers.testing import HashEmbedder
 from simone.runtime import (
     ChainHealth,
     EmbeddingChain,
@@ -27,6 +26,7 @@ from simone.runtime import (
     RateLimited,
 )
 from simone.runtime._chain import is_degraded
+from simone.runtime.testing import HashEmbedder
 
 T = TypeVar("T")
 

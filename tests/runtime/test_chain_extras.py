@@ -10,7 +10,6 @@ import anyio
 import numpy as np
 import numpy.typing as npt
 import pytest
-from simone.providers.testing import HashEmbedder
 from simone.runtime import (
     EmbeddingChain,
     EmbeddingChainExhausted,
@@ -19,6 +18,7 @@ from simone.runtime import (
     ProviderNotConfigured,
     ProviderUnavailable,
 )
+from simone.runtime.testing import HashEmbedder
 
 
 class Managed(HashEmbedder):

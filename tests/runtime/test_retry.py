@@ -16,8 +16,7 @@ import pytest
 from simone.agents._chat import ChatMessage
 from simone.agents._openai_chat import OpenAIChatModel
 from simone.providers.embeddings import OpenAIEmbedder
-from simone.providers.embeddings.testing import LoopbackEmbeddingServer
-from simone.providers.testing import LoopbackWeb, Route
+from simone.providers.testing import LoopbackEmbeddingServer, LoopbackWeb, Route
 from simone.providers.web import SearxngBackend
 from simone.runtime import (
     AccessDenied,

@@ -7,13 +7,6 @@ import time
 import anyio
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
-from simone.providers.testing import (
-    FailingProvider,
-    FunctionProvider,
-    SlowProvider,
-    StaticProvider,
-    make_evidence,
-)
 from simone.runtime import (
     AccessDenied,
     Caller,
@@ -30,6 +23,13 @@ from simone.runtime import (
     Status,
     TrustedContext,
     UnknownProvider,
+)
+from simone.runtime.testing import (
+    FailingProvider,
+    FunctionProvider,
+    SlowProvider,
+    StaticProvider,
+    make_evidence,
 )
 
 CTX = TrustedContext(actor="alice", token_budget=10_000)

@@ -17,7 +17,6 @@ import anyio
 import anyio.lowlevel
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
-from simone.providers.testing import StaticProvider, make_evidence
 from simone.runtime import (
     AccessDenied,
     Evidence,
@@ -34,6 +33,7 @@ from simone.runtime import (
     Status,
     TrustedContext,
 )
+from simone.runtime.testing import StaticProvider, make_evidence
 
 CTX = TrustedContext(actor="alice", token_budget=10_000)
 GOOD = make_evidence("ok", ["alpha text one", "alpha text two"])

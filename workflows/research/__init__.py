@@ -10,6 +10,7 @@ from simone.workflows.research._critic import (
 )
 from simone.workflows.research._models import (
     DEPTH_PRESETS as DEPTH_PRESETS,
+    MAX_QUESTION_CHARS as MAX_QUESTION_CHARS,
     Confidence as Confidence,
     CriticBreakdown as CriticBreakdown,
     Depth as Depth,
@@ -22,6 +23,7 @@ from simone.workflows.research._models import (
     StopReason as StopReason,
     WebResearchRequest as WebResearchRequest,
     WebResearchResult as WebResearchResult,
+    depth_preset as depth_preset,
 )
 from simone.workflows.research._plan import (
     PlannedQuery as PlannedQuery,
@@ -34,6 +36,7 @@ __all__ = (
     "CRITIC_VERSION",
     "CRITIC_WEIGHTS",
     "DEPTH_PRESETS",
+    "MAX_QUESTION_CHARS",
     "Confidence",
     "CriticBreakdown",
     "Depth",
@@ -50,6 +53,7 @@ __all__ = (
     "WebResearchRequest",
     "WebResearchResult",
     "critique",
+    "depth_preset",
     "find_contradictions",
     "follow_up_queries",
     "initial_queries",

@@ -10,6 +10,7 @@ from simone.runtime import (
     CacheStats,
     CacheStatus,
     Caller,
+    Depth as Depth,  # re-exported: the one Depth lives in simone.runtime
     Evidence,
     Freshness,
     InvalidRequest,
@@ -22,14 +23,6 @@ MAX_QUESTION_CHARS = 2000
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Depth(StrEnum):
-    """How much work one research run may do (see :data:`DEPTH_PRESETS`)."""
-
-    BASIC = "basic"
-    STANDARD = "standard"
-    DEEP = "deep"
 
 
 class FetchMode(StrEnum):
@@ -90,6 +83,17 @@ DEPTH_PRESETS: dict[Depth, DepthPreset] = {
         queries=6, fetches=5, iterations=3, results_per_query=8, min_sources=5, context_tokens=10_000
     ),
 }
+"""The one preset table of research depths (DESIGN.md): the workflow's budget and the size of a
+researcher child's budget (queries, fetches, context tokens) both come from here."""
+
+
+def depth_preset(depth: Depth | str) -> DepthPreset:
+    """The preset of ``depth`` (a :class:`~simone.runtime.Depth` or its name).
+
+    Raises:
+        ValueError: not a depth name.
+    """
+    return DEPTH_PRESETS[Depth(depth)]
 
 
 class WebResearchRequest(_Frozen):

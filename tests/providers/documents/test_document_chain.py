@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import pytest
-from simone.providers.documents import DocumentIndex, DocumentStore
+from simone.providers.documents import DocumentIndex, DocumentIndexProvider, DocumentStore
 from simone.providers.embeddings import OnnxMiniLMEmbedder, OpenAIEmbedder
 from simone.runtime import EmbeddingChain, IndexSettings, Router, SearchMode, Status, TrustedContext
 
@@ -50,7 +50,7 @@ def _server_embedder(server: EmbeddingServer) -> OpenAIEmbedder:
 
 
 async def _hybrid(index: DocumentIndex, query: str) -> Any:
-    router = Router([index.provider()])
+    router = Router([DocumentIndexProvider(index)])
     return await router.retrieve(router.request(query, mode=SearchMode.HYBRID), CONTEXT)
 
 
@@ -120,7 +120,7 @@ def test_a_misbehaving_server_is_a_visible_failure(
                 assert report.failures and "invalid_response" in report.failures[0]
                 rows = await index.collection.rows("vector IS NOT NULL", ["path"])  # type: ignore[union-attr]
                 assert {Path(p).name for p in rows["path"].to_pylist()} == {"faq.md"}
-                router = Router([index.provider()])
+                router = Router([DocumentIndexProvider(index)])
                 result = await router.retrieve(router.request("quarterly report"), CONTEXT)
                 assert result.status is Status.PARTIAL
                 assert [f.kind for f in result.failures] == ["invalid_response"]

@@ -20,6 +20,7 @@ import pytest
 from simone.providers.documents import (
     CollectionBusy,
     DocumentIndex,
+    DocumentIndexProvider,
     DocumentStore,
     IndexReport,
     count_duplicates,
@@ -42,7 +43,7 @@ def _skipped(report: IndexReport) -> dict[str, str]:
 
 async def _lexical(index: DocumentIndex, query: str) -> Any:
     request = Router([]).request(query, mode=SearchMode.LEXICAL)
-    return await index.provider().retrieve(request, CONTEXT)
+    return await DocumentIndexProvider(index).retrieve(request, CONTEXT)
 
 
 # -- (1c) a file a loader cannot read is a skipped file, never the end of the run -----------------

@@ -11,7 +11,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 import pytest
-from simone.providers.documents import DocumentIndex, DocumentStore
+from simone.providers.documents import DocumentIndex, DocumentIndexProvider, DocumentStore
 from simone.providers.documents._store import FTS_INDEX
 from simone.providers.embeddings import ONNX_SPACE, OnnxMiniLMEmbedder
 from simone.providers.testing import HashEmbedder
@@ -75,7 +75,7 @@ def _many_notes(tmp_path: Path, count: int) -> Path:
 async def _search(index: DocumentIndex, query: str, mode: SearchMode, **fields: Any) -> Any:
     context = fields.pop("context", CONTEXT)
     request = Router([]).request(query, mode=mode, **fields)
-    return await index.provider().retrieve(request, context)
+    return await DocumentIndexProvider(index).retrieve(request, context)
 
 
 def test_incremental_reindex_embeds_only_what_changed(
@@ -359,7 +359,7 @@ def test_router_marks_the_result_partial_with_the_leg_failure(tmp_path: Path, tr
         async with _index(tmp_path, EmbeddingChain([hashing])) as index:
             await index.index_paths([tree])
             hashing.error = ProviderUnavailable("down for maintenance", provider="hash")
-            router = Router([index.provider()])
+            router = Router([DocumentIndexProvider(index)])
             result = await router.retrieve(router.request("installation requirements"), CONTEXT)
             assert result.status is Status.PARTIAL
             assert any(f.leg == "semantic" and "down for maintenance" in f.message for f in result.failures)

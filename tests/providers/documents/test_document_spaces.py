@@ -12,7 +12,7 @@ from typing import Any
 
 import anyio
 import pytest
-from simone.providers.documents import DocumentIndex, DocumentStore
+from simone.providers.documents import DocumentIndex, DocumentIndexProvider, DocumentStore
 from simone.providers.embeddings import ONNX_SPACE, OnnxMiniLMEmbedder
 from simone.providers.testing import HashEmbedder
 from simone.runtime import (
@@ -77,7 +77,7 @@ def _index(tmp_path: Path, chain: EmbeddingChain, **settings: Any) -> DocumentIn
 
 
 async def _ask(index: DocumentIndex, query: str, mode: SearchMode, **fields: Any) -> Any:
-    router = Router([index.provider()])
+    router = Router([DocumentIndexProvider(index)])
     return await router.retrieve(router.request(query, mode=mode, **fields), CONTEXT)
 
 

@@ -18,7 +18,7 @@ from simone.providers.embeddings import (
     OpenAIEmbedder,
     build_chain,
 )
-from simone.providers.embeddings.testing import LoopbackEmbeddingServer
+from simone.providers.testing import LoopbackEmbeddingServer
 from simone.runtime import ConfigError, EmbeddingSettings, ProviderNotConfigured, load_settings
 
 

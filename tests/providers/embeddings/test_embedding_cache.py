@@ -255,7 +255,7 @@ def test_a_cache_that_stops_being_writable_keeps_the_vectors_and_turns_off(
 
 def test_lexical_search_and_doctor_work_when_the_cache_cannot_be_written(tmp_path: Path) -> None:
     from simone.agents.cli._doctor import gather
-    from simone.providers.documents import DocumentIndex
+    from simone.providers.documents import DocumentIndex, DocumentIndexProvider
 
     data = tmp_path / "data"
     data.mkdir()
@@ -271,7 +271,7 @@ def test_lexical_search_and_doctor_work_when_the_cache_cannot_be_written(tmp_pat
             report = await index.index_paths([docs])
             assert report.chunks == 1 and report.failures == []
             request = Router([]).request("Kepler standup", mode=SearchMode.LEXICAL)
-            response = await index.provider().retrieve(request, TrustedContext(actor="tester"))
+            response = await DocumentIndexProvider(index).retrieve(request, TrustedContext(actor="tester"))
             assert response.evidence and "Kepler" in response.evidence[0].content
         doctor = await gather(settings)
         assert doctor["embedding_cache"]["vectors"] == 0

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from simone.providers.embeddings import OllamaEmbedder, OpenAIEmbedder
 from simone.providers.embeddings._http import parse_retry_after
-from simone.providers.embeddings.testing import LoopbackEmbeddingServer
+from simone.providers.testing import LoopbackEmbeddingServer
 from simone.runtime import (
     AccessDenied,
     ConfigError,

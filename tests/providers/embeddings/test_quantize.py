@@ -14,7 +14,7 @@ import anyio
 import numpy as np
 import pytest
 from simone.providers.embeddings import ONNX_SPACE, OnnxMiniLMEmbedder, build_chain, quantize
-from simone.providers.embeddings._onnx import packaged_model_path
+from simone.providers.embeddings.minilm import packaged_model_path
 from simone.runtime import ConfigError, EmbeddingSettings, ProviderUnavailable
 
 SENTENCES = [
@@ -167,7 +167,7 @@ def test_the_build_prints_nothing_and_writes_nothing_outside_its_folder(tmp_path
     script = (
         "import sys\nfrom pathlib import Path\n"
         "from simone.providers.embeddings import quantize\n"
-        "from simone.providers.embeddings._onnx import packaged_model_path\n"
+        "from simone.providers.embeddings.minilm import packaged_model_path\n"
         "quantize.build_quantized(packaged_model_path(), Path(sys.argv[1]) / 'int8.onnx')\n"
     )
     done = subprocess.run(

@@ -43,7 +43,7 @@ async def test_memory_provider_evidence(store: SQLiteMemoryStore, alice: Trusted
     first = response.evidence[0]
     assert first.provider is ProviderKind.MEMORY and first.provider_name == "memory"
     assert first.title == "Backup policy" and "nightly" in first.content and first.trust.value == "trusted"
-    assert first.metadata["kind"] == "note" and first.metadata["search"] == "lexical"
+    assert first.metadata["kind"] == "note" and first.metadata["method"] == "lexical"
     assert first.score > response.evidence[1].score
     assert "[pending, high priority]" in response.evidence[1].content
     assert response.degraded == [] and response.details["lexical_hits"] == 2

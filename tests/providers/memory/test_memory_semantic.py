@@ -41,9 +41,9 @@ async def test_hybrid_fuses_lexical_and_semantic(
     assert response.details["embedded_now"] == 2, "alice's two records were embedded, not bob's"
     assert response.details["embedding_space"] == embedder.space.key
     first = response.evidence[0]
-    assert first.metadata["record_id"] == garden.id and first.metadata["search"] == "hybrid"
-    assert set(first.metadata["ranks"]) == {"lexical", "semantic"}
-    assert first.metadata["similarity"] > 0.25 and first.metadata["bm25"] > 0
+    assert first.metadata["record_id"] == garden.id and first.metadata["method"] == "hybrid"
+    assert set(first.metadata["leg_ranks"]) == {"lexical", "semantic"}
+    assert first.metadata["leg_scores"]["semantic"] > 0.25 and first.metadata["leg_scores"]["lexical"] > 0
     assert all("Bob" not in e.title for e in response.evidence)
     assert await store.vector_space() == embedder.space
 
@@ -55,7 +55,7 @@ async def test_hybrid_fuses_lexical_and_semantic(
     )
     assert changed.details["embedded_now"] == 1, "an edited record is embedded again"
     assert changed.evidence[0].metadata["record_id"] == garden.id
-    assert changed.evidence[0].metadata["search"] == "semantic"
+    assert changed.evidence[0].metadata["method"] == "semantic"
 
 
 async def test_semantic_floor_means_not_everything(store: SQLiteMemoryStore, alice: TrustedContext) -> None:
@@ -76,7 +76,7 @@ async def test_embedder_outage_degrades_to_lexical(store: SQLiteMemoryStore, ali
     embedder.error = ProviderUnavailable("embedding server down", provider="hash")
     response = await provider.retrieve(RetrievalRequest.create("passport", mode=SearchMode.SEMANTIC), alice)
     assert [e.metadata["record_id"] for e in response.evidence] == [todo.id]
-    assert response.evidence[0].metadata["search"] == "lexical"
+    assert response.evidence[0].metadata["method"] == "lexical"
     assert response.degraded and "semantic leg unavailable" in response.degraded[0]
     assert response.leg_failures[0].leg == "semantic" and response.leg_failures[0].kind == "unavailable"
     assert chain.health().fallbacks == 1
@@ -95,7 +95,7 @@ async def test_space_is_pinned_never_switched(
         response = await other.retrieve(RetrievalRequest.create("roses"), alice)
         assert await store.vector_space() == first.space
         assert response.degraded and response.leg_failures[0].kind == "not_configured"
-        assert response.evidence and response.evidence[0].metadata["search"] == "lexical"
+        assert response.evidence and response.evidence[0].metadata["method"] == "lexical"
         assert len(await store.list_records(alice, ListQuery())) == 1
 
 
@@ -120,3 +120,33 @@ async def test_from_settings(store: SQLiteMemoryStore, alice: TrustedContext) ->
     response = await provider.retrieve(RetrievalRequest.create("roses", mode=SearchMode.SEMANTIC), alice)
     assert response.details["embedded_now"] == 0 and response.details["pending_embedding"] == 1
     assert response.evidence == [] and "waiting for embeddings" in response.degraded[0]
+
+
+class _SlowDocuments(HashEmbedder):
+    """Embeds documents slowly (a big backlog on a slow model); queries at once."""
+
+    async def embed(self, texts, *, kind="document"):  # type: ignore[no-untyped-def]
+        if kind == "document":
+            import anyio
+
+            await anyio.sleep(0.1)
+        return await super().embed(texts, kind=kind)
+
+
+async def test_a_large_backlog_never_turns_a_search_into_a_timeout(
+    store: SQLiteMemoryStore, alice: TrustedContext
+) -> None:
+    import anyio
+
+    for i in range(40):
+        await store.create(alice, NoteCreate(title=f"Note {i}", body=f"roses and tulips, bed {i}"))
+    provider = MemoryProvider(store, chain=EmbeddingChain([_SlowDocuments(64)]), embed_batch=2)
+    # 20 batches of 0.1 s would take 2 s; the request has 1 s: the backlog stops at half of it
+    with anyio.fail_after(1.0):
+        response = await provider.retrieve(RetrievalRequest.create("roses tulips"), alice)
+    assert response.evidence, "the search answered (lexically for the records not embedded yet)"
+    assert 0 < response.details["embedded_now"] < 40
+    assert response.details["pending_embedding"] == 40 - response.details["embedded_now"]
+    # a later request with no deadline embeds the rest
+    rest = await provider.retrieve(RetrievalRequest.create("roses tulips"), alice)
+    assert rest.details["embedded_now"] == 40 - response.details["embedded_now"]

@@ -175,3 +175,25 @@ def test_rules_from_data_come_first_and_bad_rules_say_which() -> None:
         SelectionPolicy.from_data([{"name": "broken", "reason": "no targets"}])
     with pytest.raises(ConfigError, match="callers"):
         SelectionPolicy.from_data([{"name": "c", "select": ["docs"], "reason": "r", "callers": ["admin"]}])
+
+
+def test_the_decision_records_rules_that_fired_but_asked_nobody() -> None:
+    router, _ = _router()
+    latest = "what is the latest deployment process?"
+    decision = select(router, router.request(latest), _ctx())
+    web_reasons = decision.unserved_reasons(ProviderKind.WEB_SEARCH.value)
+    assert len(web_reasons) == 1
+    assert web_reasons[0].startswith("rule current-or-sourced: the question asks for current")
+    assert "the query mentions 'latest'" in web_reasons[0]
+    # the researcher is allowed the web: nothing is unserved
+    assert select(router, router.request(latest), _ctx(Caller.RESEARCHER)).unserved == []
+    # no web provider registered at all: the fired rule is still recorded
+    local = Router([p for name, p in router.providers.items() if name != "web"])
+    assert select(local, local.request(latest), _ctx()).unserved_reasons("web-search") == web_reasons
+    assert select(local, local.request("deployment process"), _ctx()).unserved == []
+
+    async def main() -> None:
+        result = await retrieve(local, local.request(latest), _ctx())
+        assert [s.reason for s in result.request.unserved] == web_reasons
+
+    anyio.run(main)

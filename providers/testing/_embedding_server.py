@@ -1,7 +1,7 @@
 """A loopback embedding server for tests: a real HTTP server on 127.0.0.1 in a background thread.
 
 It speaks both the OpenAI-compatible ``POST /v1/embeddings`` and Ollama's ``POST /api/embed``,
-answers with :class:`~simone.providers.testing.HashEmbedder` vectors, and can be scripted to misbehave
+answers with :class:`~simone.runtime.testing.HashEmbedder` vectors, and can be scripted to misbehave
 the ways real servers do (429 with ``Retry-After``, 500, HTML, NaN, wrong count or dimension, a hang,
 a dropped connection) so clients are tested against real sockets, not mocks::
 
@@ -20,7 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Literal, Self
 
-from simone.providers.testing import HashEmbedder
+from simone.runtime.testing import HashEmbedder
 
 Mode = Literal[
     "ok",
@@ -217,6 +217,3 @@ def _handler_for(owner: LoopbackEmbeddingServer) -> type[BaseHTTPRequestHandler]
                 self.close_connection = True
 
     return Handler
-
-
-__all__ = ("LoopbackEmbeddingServer", "Mode")

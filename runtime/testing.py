@@ -1,9 +1,14 @@
-"""Test doubles that ship with simone: reuse these instead of writing a new fake in every test.
+"""Test doubles for the runtime layer: providers and an embedder that speak only runtime's contracts.
 
-* :class:`FunctionProvider` — answers with whatever a function returns.
-* :class:`SlowProvider` — sleeps before answering (for deadlines and cancellation).
-* :class:`FailingProvider` — raises the error it was given.
-* :class:`HashEmbedder` — deterministic word-hashing embedder of any space; can be told to fail.
+Reuse these instead of writing a new fake in every test (the other layers' doubles are in
+:mod:`simone.providers.testing`, which re-exports these, and :mod:`simone.agents.testing`):
+
+* :class:`FunctionProvider` — answers with whatever a function returns (:class:`StaticProvider`: always
+  the same evidence; :func:`make_evidence` builds numbered evidence);
+* :class:`SlowProvider` — sleeps before answering (for deadlines and cancellation);
+* :class:`FailingProvider` — raises the error it was given;
+* :class:`HashEmbedder` — a deterministic word-hashing embedder of any space; can be told to fail;
+* :class:`SecondsClock` — a ``time.time``-like clock that moves only when told to.
 """
 
 from __future__ import annotations
@@ -11,22 +16,12 @@ from __future__ import annotations
 import hashlib
 import inspect
 import re
+import threading
 from collections.abc import Awaitable, Callable, Sequence
 
 import anyio
 import numpy as np
 import numpy.typing as npt
-from simone.providers._loopback import (
-    FIXTURE_PAGES as FIXTURE_PAGES,
-    FixturePage as FixturePage,
-    LoggedRequest as LoggedRequest,
-    LoopbackPage as LoopbackPage,
-    LoopbackWeb as LoopbackWeb,
-    Route as Route,
-    SecondsClock as SecondsClock,
-    add_fixture_site as add_fixture_site,
-    fixture_html as fixture_html,
-)
 from simone.runtime import (
     EmbeddingKind,
     EmbeddingSpace,
@@ -227,19 +222,36 @@ class HashEmbedder:
         return vectors
 
 
+class SecondsClock:
+    """A wall clock in seconds that moves only when told to: expire cache entries without sleeping.
+
+    Matches the clocks the research cache and the critic take (``time.time``-like).
+
+    Args:
+        start: the first reading (2025-01-01T00:00:00Z by default).
+    """
+
+    def __init__(self, start: float = 1_735_689_600.0) -> None:
+        self.now = start
+        self._lock = threading.Lock()
+
+    def __call__(self) -> float:
+        """The current reading."""
+        with self._lock:
+            return self.now
+
+    def advance(self, seconds: float) -> None:
+        """Move the clock forward by ``seconds``."""
+        with self._lock:
+            self.now += seconds
+
+
 __all__ = (
-    "FIXTURE_PAGES",
-    "FixturePage",
-    "LoggedRequest",
-    "LoopbackPage",
-    "LoopbackWeb",
-    "Route",
-    "SecondsClock",
-    "add_fixture_site",
-    "fixture_html",
     "FailingProvider",
-    "HashEmbedder",
     "FunctionProvider",
+    "HashEmbedder",
+    "ResponseFunction",
+    "SecondsClock",
     "SlowProvider",
     "StaticProvider",
     "make_evidence",
