@@ -22,6 +22,7 @@ from simone.runtime._assembly import (
     rank,
     report,
 )
+from simone.runtime._config import MAX_QUERY_CHARS
 from simone.runtime._contracts import (
     Evidence,
     Exclusion,
@@ -67,7 +68,7 @@ class Router:
         weights: Mapping[str, float] | None = None,
         estimator: TokenEstimator | None = None,
         provider_timeout_s: float = 10.0,
-        max_query_chars: int = 8192,
+        max_query_chars: int = MAX_QUERY_CHARS,
         min_truncation_tokens: int = MIN_TRUNCATION_TOKENS,
         clock: Callable[[], float] = time.perf_counter,
     ) -> None:

@@ -51,6 +51,7 @@ from simone.providers.documents._loaders import (
 from simone.providers.documents._lock import WriterLock
 from simone.providers.documents._store import Collection, CollectionInfo, DocumentStore, card_of, now
 from simone.runtime import (
+    BM25_TITLE_WEIGHT,
     Analyzer,
     EmbeddingChain,
     EmbeddingSpace,
@@ -78,7 +79,7 @@ A write batch's texts are sorted by token count first, and the ONNX embedder run
 sorted the same way, so cutting the sorted texts into calls of a multiple of 32 pads exactly as much
 as one call of the whole batch would."""
 
-TITLE_WEIGHT = 3
+TITLE_WEIGHT = BM25_TITLE_WEIGHT
 """Title terms are repeated this many times in the terms column (BM25: titles count three times)."""
 
 

@@ -24,7 +24,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from simone.runtime import SCOPE_KEYS, InvalidRequest, ScopeViolation
+from simone.runtime import MAX_QUERY_CHARS, SCOPE_KEYS, InvalidRequest, ScopeViolation
 
 MAX_TITLE_CHARS = 512
 """Titles, subjects, predicates and task names are short labels, not documents."""
@@ -408,7 +408,7 @@ class ListQuery(MemoryArgs):
 class SearchQuery(MemoryArgs):
     """A lexical search: BM25 over the analysed title (weight 3) and body, scope filtered."""
 
-    text: Annotated[str, Field(min_length=1, max_length=8192)]
+    text: Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)]
     kinds: list[RecordKind] | None = None
     status: list[str] | None = None
     tags: list[Tag] | None = None

@@ -17,6 +17,7 @@ from simone.providers.memory._models import MemoryRecord, RecordKind, SearchHit,
 from simone.providers.memory._records import render
 from simone.providers.memory._store import MemoryStore, SessionStore, VectorStore
 from simone.runtime import (
+    MAX_QUERY_CHARS,
     ConfigError,
     EmbeddingChain,
     EmbeddingSpace,
@@ -42,8 +43,6 @@ from simone.runtime import (
 DEFAULT_MIN_SIMILARITY = 0.25
 """The semantic leg's default floor: below it a record is not relevant (never "the nearest of all")."""
 
-MAX_QUERY_CHARS = 8192
-"""Longer queries are cut here before analysis (the router already bounds them)."""
 
 _FILTERS = ("kind", "status", "tag")
 

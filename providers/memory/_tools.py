@@ -46,7 +46,7 @@ from simone.providers.memory._models import (
 )
 from simone.providers.memory._records import render
 from simone.providers.memory._store import MemoryStore
-from simone.runtime import InvalidRequest, TrustedContext
+from simone.runtime import MAX_QUERY_CHARS, InvalidRequest, TrustedContext
 
 ToolFunction = Callable[[MemoryStore, TrustedContext, Any], Awaitable[dict[str, Any]]]
 
@@ -70,7 +70,7 @@ class ListArgs(MemoryArgs):
 class SearchArgs(MemoryArgs):
     """A lexical search within one kind."""
 
-    query: Annotated[str, Field(min_length=1, max_length=8192)]
+    query: Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)]
     limit: Annotated[int, Field(ge=1, le=200)] = 10
 
 

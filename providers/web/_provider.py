@@ -43,6 +43,7 @@ from simone.runtime import (
     normalize_url,
     seconds_left,
     strip_hidden,
+    web_not_configured,
 )
 
 WEB_CALLERS = frozenset({Caller.RESEARCHER, Caller.RESEARCH_WORKFLOW})
@@ -172,7 +173,7 @@ class WebSearchProvider:
         check_web_caller(context, self._name)
         if not self.searcher.configured:
             raise ProviderNotConfigured(
-                "no web search backend is configured; set web.searxng_url or a Brave/Tavily key",
+                web_not_configured("web search"),
                 provider=self._name,
             )
         started = time.perf_counter()

@@ -31,6 +31,7 @@ from simone.runtime import (
     ProviderNotConfigured,
     page_cache_key,
     search_cache_key,
+    web_not_configured,
 )
 
 
@@ -109,8 +110,7 @@ class WebSearcher:
         outcome = SearchOutcome(query=query, page=None)
         if not self.backends:
             error = ProviderNotConfigured(
-                "no web search backend is configured; set web.searxng_url or SIMONE_WEB__BRAVE_API_KEY "
-                "or SIMONE_WEB__TAVILY_API_KEY",
+                web_not_configured("web search"),
                 provider="web",
             )
             outcome.failures.append(ProviderFailure.from_error("web", error, leg="search"))

@@ -60,6 +60,7 @@ from simone.runtime import (
     default_analyzer,
     normalize_url,
     strip_hidden,
+    web_not_configured,
 )
 from simone.runtime._packing import PackItem, pack
 from simone.workflows.research._budget import resolve_budget
@@ -251,10 +252,7 @@ class WebResearch:
                 started,
             )
         if not self.searcher.configured:
-            message = (
-                "web research is not configured: set web.searxng_url, SIMONE_WEB__BRAVE_API_KEY or "
-                "SIMONE_WEB__TAVILY_API_KEY"
-            )
+            message = web_not_configured("web research")
             failure = ProviderFailure(provider=PROVIDER_NAME, kind="not_configured", message=message)
             return self._empty(
                 request,
