@@ -36,7 +36,6 @@ from simone.agents._synthesis import Answer, ExtractiveModel
 from simone.agents._tools import ORCHESTRATOR, RESEARCHER, AgentProfile, Tool, ToolContext, ToolRegistry
 from simone.runtime import (
     PROVIDER_FACTORIES,
-    Analyzer,
     Caller,
     ConfigError,
     Depth,
@@ -51,6 +50,7 @@ from simone.runtime import (
     TrustedContext,
     load_settings,
 )
+from simone.runtime.text import Analyzer
 from simone.workflows.research import WebResearchResult
 from simone.workflows.retrieval import SelectionPolicy, retrieve
 

@@ -20,8 +20,16 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from simone.agents._chat import Usage
 from simone.agents._evidence import EvidenceLedger
-from simone.runtime import Analyzer, Evidence, ProviderKind, Trust, default_analyzer
-from simone.runtime._containment import contain_untrusted
+from simone.runtime import (
+    Evidence,
+    ProviderKind,
+    Trust,
+    contain_untrusted,
+)
+from simone.runtime.text import (
+    Analyzer,
+    default_analyzer,
+)
 
 
 class _Frozen(BaseModel):
@@ -167,7 +175,7 @@ class ExtractiveModel:
     never quoted.
 
     Args:
-        analyzer: the shared lexical analysis (default: :func:`~simone.runtime.default_analyzer`).
+        analyzer: the shared lexical analysis (default: :func:`~simone.runtime.text.default_analyzer`).
         max_sentences: the most sentences in an answer.
     """
 

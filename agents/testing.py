@@ -111,4 +111,4 @@ class ScriptedChatModel:
         return value
 
 
-__all__ = ("ScriptedChatModel", "text_reply", "tool_call")
+__all__ = ("ScriptStep", "ScriptedChatModel", "text_reply", "tool_call")

@@ -12,7 +12,7 @@ built here when missing).
    each leg's candidates and scores, the relevance verdicts, the question's terms.
 2. The confidence curves are fitted on those questions (logistic regression, Newton's method): the
    label is "the leg's top candidate is a relevant paragraph"; the features are
-   :func:`simone.runtime.lexical_standout` for the lexical leg and the relevance margin for each
+   :func:`simone.runtime.ranking.lexical_standout` for the lexical leg and the relevance margin for each
    semantic leg, on the questions that leg runs for. Printed beside the values in the code.
 3. The fusion is replayed from the recorded legs with the runtime's own ``confidence_weights`` and
    ``rrf`` and the provider's keep rule, for a grid of sharpness values: per language the mean gain of
@@ -58,20 +58,23 @@ from simone.providers.documents import DocumentIndex, DocumentStore
 from simone.providers.documents._provider import MAX_PAGES, DocumentIndexProvider
 from simone.providers.embeddings import EmbeddingCache, MultilingualEmbedder, OnnxMiniLMEmbedder
 from simone.runtime import (
-    LEXICAL_PIN,
-    LEXICAL_VOTE,
-    VOTE_SHARPNESS,
     EmbeddingChain,
     RetrievalRequest,
     SearchMode,
     TrustedContext,
+)
+from simone.runtime.ranking import (
+    CALIBRATED_VOTES,
+    DEFAULT_SEMANTIC_VOTE,
+    LEXICAL_PIN,
+    LEXICAL_VOTE,
+    VOTE_SHARPNESS,
     VoteCurve,
     confidence_weights,
     lexical_standout,
     rrf,
     vote_for,
 )
-from simone.runtime._relevance import CALIBRATED_VOTES, DEFAULT_SEMANTIC_VOTE
 
 CONTEXT = TrustedContext(actor="benchmark")
 SHARPNESS = (1.0, 1.25, 1.5, 1.75, 2.0)

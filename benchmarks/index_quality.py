@@ -45,7 +45,6 @@ from lancedb.index import FTS
 from lancedb.rerankers import RRFReranker
 from simone.providers.documents import DocumentIndex, DocumentIndexProvider
 from simone.runtime import (
-    Analyzer,
     EmbeddingSettings,
     IndexSettings,
     RetrievalRequest,
@@ -53,6 +52,7 @@ from simone.runtime import (
     Settings,
     TrustedContext,
 )
+from simone.runtime.text import Analyzer
 
 XQUAD_LANGS = ("ar", "de", "el", "en", "es", "hi", "ru", "th", "tr", "vi", "zh")
 DEPTH = 50

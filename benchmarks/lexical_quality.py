@@ -26,7 +26,10 @@ from pathlib import Path
 import bm25s
 import numpy as np
 from _index_common import load_jsonl, load_qrels, ndcg_at
-from simone.runtime import Analyzer, BM25Index
+from simone.runtime.text import (
+    Analyzer,
+    BM25Index,
+)
 
 HERE = Path(__file__).resolve().parent
 PASSES = 5

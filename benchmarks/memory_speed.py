@@ -46,7 +46,12 @@ from simone.providers.memory import (
     SearchQuery,
     SQLiteMemoryStore,
 )
-from simone.runtime import Caller, MemorySettings, TrustedContext, default_analyzer
+from simone.runtime import (
+    Caller,
+    MemorySettings,
+    TrustedContext,
+)
+from simone.runtime.text import default_analyzer
 
 SCOPES = 10
 TARGET_P95_MS = 20.0

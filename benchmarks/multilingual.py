@@ -23,7 +23,7 @@ In one run, with real LanceDB collections under benchmarks/.cache/multilingual:
 
    **Which questions.** :func:`pick` takes every k-th question of a language (``--queries``, 100 for
    the committed results): those are reported and were never used to choose a parameter. The
-   fusion's confidence curves and sharpness (runtime/_relevance.py ``LEXICAL_VOTE``,
+   fusion's confidence curves and sharpness (runtime/ranking/_relevance.py ``LEXICAL_VOTE``,
    ``CALIBRATED_VOTES``, ``VOTE_SHARPNESS``) were fitted on a **tuning split**: :func:`tuning`, 600
    of the other questions per language (benchmarks/fusion_tuning.py). ``--split held-out`` reports questions from neither set
    (:func:`held_out`, up to 490 per language; nDCG only, written to
@@ -37,7 +37,7 @@ In one run, with real LanceDB collections under benchmarks/.cache/multilingual:
    of absent-topic questions left with nothing. The chosen default is marked: recall first — among
    the settings that keep at least 90 % of the on-topic questions the loosest setting answers, the
    one that leaves the most absent-topic questions empty (see :func:`choose`); the floor used with
-   too few candidates is chosen the same way on the best similarity alone. runtime/_relevance.py ``CALIBRATED`` holds these values
+   too few candidates is chosen the same way on the best similarity alone. runtime/ranking/_relevance.py ``CALIBRATED`` holds these values
    (tests/runtime/test_relevance_calibration.py checks they match this file's JSON).
 3. The product check: through the provider with the calibrated rule, semantic and hybrid mode, the
    share of on-topic questions answered with their paragraph and of absent-topic questions that
@@ -74,18 +74,20 @@ from simone.providers.documents import DocumentIndex, DocumentIndexProvider, Doc
 from simone.providers.documents._store import Collection, build_where
 from simone.providers.embeddings import EmbeddingCache, MultilingualEmbedder, OnnxMiniLMEmbedder
 from simone.runtime import (
-    RELEVANCE_WORD_SHARE,
-    Analyzer,
     EmbeddingChain,
     EmbeddingKind,
     EmbeddingSpace,
     IndexSettings,
-    RelevanceRule,
     RetrievalRequest,
     SearchMode,
     TrustedContext,
+)
+from simone.runtime.ranking import (
+    RELEVANCE_WORD_SHARE,
+    RelevanceRule,
     rule_for,
 )
+from simone.runtime.text import Analyzer
 
 LANGS = ("ar", "de", "el", "en", "es", "hi", "ru", "th", "tr", "vi", "zh")
 CONTEXT = TrustedContext(actor="benchmark")

@@ -47,7 +47,12 @@ import lxml.html
 from simone.providers.testing import LoopbackWeb
 from simone.providers.web import FetchPolicy, SafeFetcher, clear_analysis_memos, extract_page, open_web
 from simone.providers.web._fetcher import parse_networks
-from simone.runtime import Caller, Settings, TrustedContext, normalize_url
+from simone.runtime import (
+    Caller,
+    Settings,
+    TrustedContext,
+)
+from simone.runtime.ranking import normalize_url
 from simone.workflows.research import WebResearch, WebResearchRequest, WebResearchResult
 
 HERE = Path(__file__).resolve().parent

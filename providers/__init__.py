@@ -18,9 +18,9 @@ from simone.providers.memory import (
 )
 
 __all__ = (
-    "MEMORY_TOOLS",
     "EmbeddingCache",
     "FolderProvider",
+    "MEMORY_TOOLS",
     "MemoryProvider",
     "MemoryStore",
     "OllamaEmbedder",

@@ -1,7 +1,7 @@
 """An in-memory lexical provider over the text files of a folder (no index on disk).
 
 It reads every text file under a root once (in a worker thread), splits each into paragraph
-sections with line ranges, and ranks sections with the runtime's :class:`~simone.runtime.BM25Index`
+sections with line ranges, and ranks sections with the runtime's :class:`~simone.runtime.text.BM25Index`
 (the shared text analysis: any language, stop words, synonyms). Meant for small folders and for the
 ``simone search QUERY PATH`` command; the document index is the persistent, hybrid one.
 """
@@ -13,14 +13,16 @@ from pathlib import Path
 
 import anyio
 from simone.runtime import (
-    Analyzer,
-    BM25Index,
     ConfigError,
     Evidence,
     ProviderKind,
     ProviderResponse,
     RetrievalRequest,
     TrustedContext,
+)
+from simone.runtime.text import (
+    Analyzer,
+    BM25Index,
 )
 
 TEXT_SUFFIXES = frozenset({".md", ".markdown", ".txt", ".rst", ".text"})

@@ -35,8 +35,8 @@ from typing import Annotated, Any, Literal, Self
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
-from simone.runtime._dedup import normalize_url
 from simone.runtime._errors import ConfigError
+from simone.runtime.ranking import normalize_url
 
 Clock = Callable[[], float]
 """Returns the current time in seconds (``time.time`` by default; a fake clock in tests)."""

@@ -68,7 +68,7 @@ class RouterSettings(_Section):
 
 
 class LexicalSettings(_Section):
-    """Text analysis for lexical search (``[lexical]``; read by :meth:`simone.runtime.Analyzer.from_settings`).
+    """Text analysis for lexical search (``[lexical]``; read by :meth:`simone.runtime.text.Analyzer.from_settings`).
 
     Attributes:
         builtin_synonyms: apply the shipped synonym groups (price, opening hours, identity documents).
@@ -134,7 +134,7 @@ class IndexSettings(_Section):
     exists rebuild it up to ``ann_rebuild_rows`` vectors, above that once they reach
     ``ann_rebuild_share`` of the table (``simone index --rebuild-ann`` any time).
     ``relevance_margin``/``relevance_band`` override the calibrated relevance rule for meaning
-    (:class:`~simone.runtime.RelevanceRule`): a semantic candidate counts only when the best
+    (:class:`~simone.runtime.ranking.RelevanceRule`): a semantic candidate counts only when the best
     candidate stands ``margin`` above the candidates' median and it is within ``band`` of the best;
     ``relevance_word_share`` is the share of the question's terms a hybrid candidate must contain to
     be kept by its words.
@@ -168,7 +168,7 @@ class IndexSettings(_Section):
     ann_refine_factor: Annotated[int, Field(ge=0, le=100)] = 5
     leg_candidates: Annotated[int, Field(ge=1, le=1000)] = 50
     default_mode: Literal["lexical", "semantic", "hybrid"] = "hybrid"
-    # The relevance rule for meaning (runtime/_relevance.py): None = the model's calibrated value.
+    # The relevance rule for meaning (runtime/ranking/_relevance.py): None = the model's calibrated value.
     relevance_margin: Annotated[float, Field(ge=0.0, le=2.0)] | None = None
     relevance_band: Annotated[float, Field(ge=0.0, le=2.0)] | None = None
     relevance_word_share: Annotated[float, Field(ge=0.0, le=1.0)] | None = None

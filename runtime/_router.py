@@ -1,7 +1,7 @@
 """The router mechanism: fan out, check each answer, then assemble the result.
 
 The assembly (fuse by RRF, drop duplicates, pack into the budget, report status) is the pure steps
-of :mod:`simone.runtime._assembly`; this module owns the I/O: deadlines, faults and answer checks.
+of :mod:`simone.runtime.ranking._assembly`; this module owns the I/O: deadlines, faults and answer checks.
 """
 
 from __future__ import annotations
@@ -14,14 +14,6 @@ from typing import Any, TypeVar
 import anyio
 import anyio.lowlevel
 from pydantic import ValidationError
-from simone.runtime._assembly import (
-    Outcome,
-    collect,
-    compute_status as compute_status,
-    pack_candidates,
-    rank,
-    report,
-)
 from simone.runtime._config import MAX_QUERY_CHARS
 from simone.runtime._contracts import (
     Evidence,
@@ -40,9 +32,18 @@ from simone.runtime._contracts import (
     safe_text,
 )
 from simone.runtime._errors import FailureKind, InvalidRequest, UnknownProvider
-from simone.runtime._fusion import RRF_K
-from simone.runtime._packing import MIN_TRUNCATION_TOKENS, CharEstimator, TokenEstimator
 from simone.runtime._provider import Provider
+from simone.runtime.ranking import (
+    MIN_TRUNCATION_TOKENS,
+    RRF_K,
+    CharEstimator,
+    Outcome,
+    TokenEstimator,
+    collect,
+    pack_candidates,
+    rank,
+    report,
+)
 
 
 class Router:
@@ -263,7 +264,7 @@ class Router:
         outcomes: list[Outcome],
         max_tokens: int,
     ) -> RetrievalResult:
-        """The pure steps of :mod:`simone.runtime._assembly` in order, plus the summary and the trace."""
+        """The pure steps of :mod:`simone.runtime.ranking._assembly` in order, plus the summary and the trace."""
         collected = collect(outcomes)
         ranked = rank(
             collected.evidence, collected.rankings, limit=request.limit, k=self.rrf_k, weights=self.weights

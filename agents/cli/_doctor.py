@@ -22,8 +22,7 @@ from rich.table import Table
 from simone.agents.cli._doctor_languages import check_languages, render_languages
 from simone.agents.cli._render import make_console
 from simone.agents.cli._settings import settings_from_args
-from simone.providers.documents import DocumentStore, count_duplicates
-from simone.providers.documents._index import INDEX_FOLDER
+from simone.providers.documents import INDEX_FOLDER, DocumentStore, count_duplicates
 from simone.providers.embeddings import EmbeddingCache, build_chain
 from simone.runtime import EmbeddingChain, InvalidResponse, ProviderError, Settings
 

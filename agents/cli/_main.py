@@ -23,8 +23,7 @@ from typing import Any, NoReturn
 
 import anyio
 from pydantic import ValidationError
-from simone.runtime import ConfigError, NotFound, ProviderError, SimoneError
-from simone.runtime._config import describe_validation_error
+from simone.runtime import ConfigError, NotFound, ProviderError, SimoneError, describe_validation_error
 
 COMMANDS: tuple[str, ...] = ("index", "search", "ask", "research", "memory", "doctor", "mcp")
 """Command modules, in the order they appear in ``simone --help``."""

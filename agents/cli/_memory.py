@@ -47,8 +47,7 @@ from simone.providers.memory import (
     load_export,
     render,
 )
-from simone.runtime import Caller, InvalidRequest, TrustedContext
-from simone.runtime._config import describe_validation_error
+from simone.runtime import Caller, InvalidRequest, TrustedContext, describe_validation_error
 
 EXIT_NOTHING_FOUND = 3
 """``simone memory search`` exits 3 when nothing in scope shares a word with the query."""

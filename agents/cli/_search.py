@@ -21,14 +21,16 @@ from simone.agents.cli._settings import (
 )
 from simone.providers import FolderProvider
 from simone.runtime import (
-    Analyzer,
     Caller,
-    Explanation,
     Provider,
     Router,
     SearchMode,
     Status,
     TrustedContext,
+)
+from simone.runtime.text import (
+    Analyzer,
+    Explanation,
 )
 
 if TYPE_CHECKING:

@@ -7,6 +7,7 @@ from simone.providers.documents._chunker import (
     TokenCounter as TokenCounter,
 )
 from simone.providers.documents._index import (
+    INDEX_FOLDER as INDEX_FOLDER,
     DocumentIndex as DocumentIndex,
     IndexReport as IndexReport,
 )
@@ -40,6 +41,7 @@ __all__ = (
     "DocumentIndexProvider",
     "DocumentStore",
     "HFTokenCounter",
+    "INDEX_FOLDER",
     "IndexReport",
     "LoadedDocument",
     "SkippedFile",

@@ -51,8 +51,6 @@ from simone.providers.documents._loaders import (
 from simone.providers.documents._lock import WriterLock
 from simone.providers.documents._store import Collection, CollectionInfo, DocumentStore, card_of, now
 from simone.runtime import (
-    BM25_TITLE_WEIGHT,
-    Analyzer,
     EmbeddingChain,
     EmbeddingSpace,
     EmbeddingSpaceMismatch,
@@ -61,6 +59,10 @@ from simone.runtime import (
     ProviderError,
     ProviderNotConfigured,
     Settings,
+)
+from simone.runtime.text import (
+    BM25_TITLE_WEIGHT,
+    Analyzer,
 )
 
 INDEX_FOLDER = "index"

@@ -1,7 +1,7 @@
 """The document index as a router provider: lexical, semantic or hybrid search over one collection.
 
 * **lexical** — BM25 inside LanceDB over the analysed-terms column (the query analysed by the same
-  :class:`~simone.runtime.Analyzer` as the rows);
+  :class:`~simone.runtime.text.Analyzer` as the rows);
 * **semantic** — one leg per embedding space the collection carries (``semantic`` for its own,
   ``semantic:<provider>`` for each extra space): the query embedded in that space, nearest chunks by
   cosine similarity (exact below the ANN threshold, the IVF index above: ``nprobes`` partitions at
@@ -10,17 +10,17 @@
   fuses again across providers).
 
 **Confidence-weighted fusion.** Each leg votes with the odds that its best candidate is the answer,
-read off how far that candidate stands out (:class:`~simone.runtime.VoteCurve`: a semantic leg's
+read off how far that candidate stands out (:class:`~simone.runtime.ranking.VoteCurve`: a semantic leg's
 margin, the lexical leg's term coverage and BM25 standout), raised to
-:data:`~simone.runtime.VOTE_SHARPNESS` and relative to the most confident leg. A leg whose best
+:data:`~simone.runtime.ranking.VOTE_SHARPNESS` and relative to the most confident leg. A leg whose best
 candidate does not stand out (an absent topic, a question it half understands) hardly moves the
 ranking; a lexical hit holding most of the question's words is not reordered by a semantic leg that
 merely likes its neighbour. When the lexical leg is sure of its best hit (log-odds at least
-:data:`~simone.runtime.LEXICAL_PIN`) that hit stays first: RRF's flat head would otherwise let a
+:data:`~simone.runtime.ranking.LEXICAL_PIN`) that hit stays first: RRF's flat head would otherwise let a
 candidate both legs rank second or third overtake it. Weights, confidences and the pinned hit are in
 ``details["votes"]``.
 
-Every semantic leg is judged by the relevance rule of its model (:class:`~simone.runtime.RelevanceRule`):
+Every semantic leg is judged by the relevance rule of its model (:class:`~simone.runtime.ranking.RelevanceRule`):
 a fused candidate is kept when it shares words with the question (hybrid) or is relevant by meaning;
 the rest are dropped, and the best semantic candidates judged not relevant are reported as
 ``not_relevant`` exclusions. A leg whose model does not cover the question (its script, or its
@@ -46,13 +46,22 @@ from typing import Any
 from simone.providers.documents._index import DocumentIndex
 from simone.providers.documents._store import Collection, Hit, build_where
 from simone.runtime import (
+    Evidence,
+    EvidenceKey,
+    Exclusion,
+    ProviderKind,
+    ProviderNotConfigured,
+    ProviderResponse,
+    ProviderUnavailable,
+    RetrievalRequest,
+    SearchMode,
+    TrustedContext,
+)
+from simone.runtime.ranking import (
     LEXICAL_PIN,
     LEXICAL_VOTE,
     RELEVANCE_WORD_SHARE,
     VOTE_SHARPNESS,
-    Evidence,
-    EvidenceKey,
-    Exclusion,
     FunctionLeg,
     FusedLegs,
     FusionRule,
@@ -61,13 +70,6 @@ from simone.runtime import (
     LegRank,
     LegResults,
     Pinned,
-    ProviderKind,
-    ProviderNotConfigured,
-    ProviderResponse,
-    ProviderUnavailable,
-    RetrievalRequest,
-    SearchMode,
-    TrustedContext,
     WeightedRRF,
     error_for_failure,
     first_of_each,
@@ -75,9 +77,9 @@ from simone.runtime import (
     lexical_standout,
     rule_for,
     run_legs,
-    uncovered_language,
     vote_for,
 )
+from simone.runtime.text import uncovered_language
 
 MAX_PAGES = 2
 """Row reads per search after fusion (each of ``2 × limit`` candidates, at least 10)."""
@@ -497,7 +499,7 @@ def _votes(
     leg from ``coverage`` (the share of the question's terms its best hit holds) and its BM25
     standout, for a semantic leg from its relevance margin on its model's curve. With a single
     answering leg there is nothing to weigh and the trace is empty. The lexical leg's best hit is
-    pinned (kept first in the fused order) when its log-odds reach :data:`~simone.runtime.LEXICAL_PIN`.
+    pinned (kept first in the fused order) when its log-odds reach :data:`~simone.runtime.ranking.LEXICAL_PIN`.
     """
     log_odds: dict[str, float] = {}
     for leg, hits in legs.items():

@@ -1,7 +1,7 @@
 """The LanceDB store of the document index: one table per collection.
 
 Each table holds one row per chunk: its text and metadata, the analysed terms (the lexical
-analysis of :class:`simone.runtime.Analyzer` joined by spaces, under a *whitespace* full-text index
+analysis of :class:`simone.runtime.text.Analyzer` joined by spaces, under a *whitespace* full-text index
 with no stemming, lower-casing or stop words — the analysis already did all that, in every language)
 and the vector, compared by cosine distance. The table records its embedding space in the Arrow
 schema metadata (``simone.space``); vectors of any other space are refused. A row whose space's

@@ -19,14 +19,14 @@ from simone.providers.embeddings.minilm import (
 )
 
 __all__ = (
-    "ONNX_SPACE",
-    "USEM3_SPACE",
     "CachedEmbedding",
     "EmbeddingCache",
     "MultilingualEmbedder",
+    "ONNX_SPACE",
     "OllamaEmbedder",
     "OnnxMiniLMEmbedder",
     "OpenAIEmbedder",
+    "USEM3_SPACE",
     "build_chain",
     "load_tokenizer",
     "text_digest",

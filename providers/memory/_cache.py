@@ -3,15 +3,15 @@
 A claim-sized query (about 20 terms) matches a large share of its scope, and FTS5's ``bm25()`` costs a
 few microseconds per matching row. This module keeps, per scope, the tokens the FTS5 index holds (the
 ``fts_title`` / ``fts_body`` columns) as numpy postings, and scores a query with one ``bincount`` —
-with runtime's BM25 in its FTS5 flavour (:func:`~simone.runtime.fts5_idf`,
-:func:`~simone.runtime.fts5_term_scores`, :func:`~simone.runtime.bm25_length_norm`: FTS5's formula
+with runtime's BM25 in its FTS5 flavour (:func:`~simone.runtime.text.fts5_idf`,
+:func:`~simone.runtime.text.fts5_term_scores`, :func:`~simone.runtime.text.bm25_length_norm`: FTS5's formula
 operation by operation), so scores are bit-identical and the ranking and its ties (newest update, then id)
 are exactly those of the SQL path:
 
 * N and the average row length come from the FTS5 index's own averages record (every scope, deleted
   records included), read in the query's read transaction;
 * the document frequency of a token is its number of rows in the scope (tokens carry their scope);
-* the frequency of a token in a row is :data:`~simone.runtime.BM25_TITLE_WEIGHT` (3) × its title
+* the frequency of a token in a row is :data:`~simone.runtime.text.BM25_TITLE_WEIGHT` (3) × its title
   occurrences + its body occurrences (the column weights, :data:`BM25_CALL` in SQL), the row length is
   its token count over both columns;
 * a row's score sums its tokens' contributions in query order, from 0.0, as FTS5 does.
@@ -38,7 +38,12 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 from simone.providers.memory._terms import scope_suffix
-from simone.runtime import BM25_TITLE_WEIGHT, bm25_length_norm, fts5_idf, fts5_term_scores
+from simone.runtime.text import (
+    BM25_TITLE_WEIGHT,
+    bm25_length_norm,
+    fts5_idf,
+    fts5_term_scores,
+)
 
 BM25_CALL = f"bm25(records_fts, {float(BM25_TITLE_WEIGHT)}, 1.0)"
 """FTS5's ``bm25()`` over the records with runtime's title weight (title, body): the SQL path's scores."""

@@ -35,7 +35,11 @@ from simone.providers.memory._search import RecordSearch
 from simone.providers.memory._sessions import SessionMemory
 from simone.providers.memory._transfer import MemoryTransfer
 from simone.providers.memory._vectors import VectorMemory
-from simone.runtime import Analyzer, MemorySettings, Settings
+from simone.runtime import (
+    MemorySettings,
+    Settings,
+)
+from simone.runtime.text import Analyzer
 
 
 class SQLiteMemoryStore(
@@ -56,7 +60,7 @@ class SQLiteMemoryStore(
     Args:
         path: the database file (created with its folder if missing).
         settings: memory limits (defaults: :class:`~simone.runtime.MemorySettings`).
-        analyzer: the shared text analysis (default: ``simone.runtime.default_analyzer()``).
+        analyzer: the shared text analysis (default: ``simone.runtime.text.default_analyzer()``).
         clock: the time source (inject a :class:`ManualClock` for exact replays).
         ids: the id generator (inject :class:`SequentialIds` for exact replays).
         limiter: the thread limiter for blocking SQLite work (default: one thread per store).

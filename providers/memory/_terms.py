@@ -1,6 +1,6 @@
 """Analysed terms as SQLite FTS5 tokens, partitioned by scope.
 
-The shared analysis (:class:`simone.runtime.Analyzer`) turns text into terms in any language — words,
+The shared analysis (:class:`simone.runtime.text.Analyzer`) turns text into terms in any language — words,
 prefixes, CJK bigrams. FTS5's own tokenizers could split those terms again, so each term is mapped to a
 token the ``ascii`` tokenizer keeps whole (the term itself when that is safe, else a marked 64-bit digest:
 collisions are negligible at memory's scale). The same mapping serves documents and queries, so BM25
@@ -34,7 +34,7 @@ _PROBE = (
 
 @runtime_checkable
 class TermAnalyzer(Protocol):
-    """The one function of the shared analysis memory needs (``simone.runtime.Analyzer`` has it)."""
+    """The one function of the shared analysis memory needs (``simone.runtime.text.Analyzer`` has it)."""
 
     def terms(self, text: str) -> list[str]:
         """The analysed terms of ``text`` (no whitespace inside a term), for documents and queries."""
@@ -109,7 +109,7 @@ def analyzer_fingerprint(analyzer: TermAnalyzer, key: str = "") -> str:
 
 def default_term_analyzer() -> TermAnalyzer:
     """The shared default analyzer of :mod:`simone.runtime`."""
-    from simone.runtime import default_analyzer
+    from simone.runtime.text import default_analyzer
 
     analyzer: TermAnalyzer = default_analyzer()
     return analyzer

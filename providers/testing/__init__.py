@@ -46,9 +46,9 @@ from simone.runtime.testing import (
 )
 
 __all__ = (
+    "EmbeddingServerMode",
     "FIXTURE_PAGES",
     "FIXTURE_WEB_FILE",
-    "EmbeddingServerMode",
     "FailingProvider",
     "FixturePage",
     "FunctionProvider",

@@ -29,7 +29,10 @@ from urllib.parse import parse_qs, urlsplit
 
 import lxml.html
 from lxml import etree
-from simone.runtime import BM25Index, default_analyzer
+from simone.runtime.text import (
+    BM25Index,
+    default_analyzer,
+)
 
 LOOPBACK_ADDRESS = "127.0.0.1"
 

@@ -79,18 +79,17 @@ from simone.providers.web._types import (
 )
 
 __all__ = (
-    "WEB_CALLERS",
     "BraveBackend",
     "ExtractedPage",
-    "MemoAnalyzer",
     "FetchError",
     "FetchPolicy",
     "FetchReason",
     "FetchStats",
     "FetchedPage",
     "Gathered",
-    "Passage",
+    "MemoAnalyzer",
     "PageOutcome",
+    "Passage",
     "PassageSource",
     "Resolver",
     "SafeFetcher",
@@ -100,6 +99,7 @@ __all__ = (
     "SearchPage",
     "SearxngBackend",
     "TavilyBackend",
+    "WEB_CALLERS",
     "WebSearchProvider",
     "WebSearcher",
     "WebStack",

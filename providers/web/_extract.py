@@ -42,7 +42,12 @@ import anyio
 import lxml.html
 from lxml import etree
 from simone.providers.web._types import ExtractedPage, scrub_surrogates
-from simone.runtime import Analyzer, BM25Index, default_analyzer, strip_hidden
+from simone.runtime import strip_hidden
+from simone.runtime.text import (
+    Analyzer,
+    BM25Index,
+    default_analyzer,
+)
 
 MAX_HTML_CHARS = 2_000_000
 """Decoded characters of one page the extractor reads; the rest is cut before parsing."""

@@ -30,8 +30,8 @@ from simone.runtime import (
     ProviderFailure,
     ProviderTimeout,
     TrustedContext,
-    seconds_left,
 )
+from simone.runtime.ranking import seconds_left
 
 FINISH_RESERVE_S = 1.0
 """At most this much of the time left is kept to rank passages and assemble the answer."""

@@ -38,12 +38,14 @@ from simone.runtime import (
     RetrievalRequest,
     TrustedContext,
     contain_untrusted,
-    error_for_failure,
     find_instruction_like,
-    normalize_url,
-    seconds_left,
     strip_hidden,
     web_not_configured,
+)
+from simone.runtime.ranking import (
+    error_for_failure,
+    normalize_url,
+    seconds_left,
 )
 
 WEB_CALLERS = frozenset({Caller.RESEARCHER, Caller.RESEARCH_WORKFLOW})

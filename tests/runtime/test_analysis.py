@@ -7,15 +7,17 @@ import pytest
 import Stemmer
 from hypothesis import HealthCheck, given, settings, strategies as st
 from simone.runtime import (
-    Analyzer,
-    BM25Index,
     ConfigError,
-    Explanation,
     LexicalSettings,
-    default_analyzer,
     load_settings,
 )
-from simone.runtime._analysis import (
+from simone.runtime.text import (
+    Analyzer,
+    BM25Index,
+    Explanation,
+    default_analyzer,
+)
+from simone.runtime.text._analysis import (
     ANALYSIS_VERSION,
     MAX_WORD_CHARS,
     STEM_LANGUAGE,

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from simone.runtime import Analyzer, BM25Index
+from simone.runtime.text import (
+    Analyzer,
+    BM25Index,
+)
 
 # language: (sections, question, the section it must find first)
 CASES: dict[str, tuple[dict[str, str], str, str]] = {

@@ -6,7 +6,6 @@ import math
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 from simone.runtime import (
-    CharEstimator,
     Evidence,
     Exclusion,
     ProviderFailure,
@@ -15,7 +14,8 @@ from simone.runtime import (
     ProviderSelection,
     Status,
 )
-from simone.runtime._assembly import (
+from simone.runtime.ranking import CharEstimator
+from simone.runtime.ranking._assembly import (
     Candidate,
     Collected,
     Fitted,
@@ -31,7 +31,7 @@ from simone.runtime._assembly import (
     report,
     result_status,
 )
-from simone.runtime._dedup import is_url, normalize_url
+from simone.runtime.ranking._dedup import is_url, normalize_url
 
 EST = CharEstimator()
 K = 60

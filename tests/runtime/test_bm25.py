@@ -5,7 +5,12 @@ from collections import Counter
 
 import pytest
 from hypothesis import given, settings, strategies as st
-from simone.runtime import Analyzer, BM25Hit, BM25Index, InvalidRequest
+from simone.runtime import InvalidRequest
+from simone.runtime.text import (
+    Analyzer,
+    BM25Hit,
+    BM25Index,
+)
 
 PLAIN = Analyzer(builtin_synonyms=False)
 

@@ -2,7 +2,11 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import given, strategies as st
-from simone.runtime import DuplicateFinder, normalize_url, unique_urls
+from simone.runtime.ranking import (
+    DuplicateFinder,
+    normalize_url,
+    unique_urls,
+)
 
 
 @pytest.mark.parametrize(

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import given, strategies as st
-from simone.runtime import rrf
-from simone.runtime._fusion import dedupe_ranking
+from simone.runtime.ranking import rrf
+from simone.runtime.ranking._fusion import dedupe_ranking
 
 ids = st.text(alphabet="abcdefgh", min_size=1, max_size=3)
 ranking = st.lists(ids, max_size=12, unique=True)

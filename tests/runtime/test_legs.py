@@ -8,13 +8,15 @@ import anyio
 import pytest
 from hypothesis import given, strategies as st
 from simone.runtime import (
-    FunctionLeg,
-    Pinned,
-    PlainRRF,
     ProviderFailure,
     ProviderUnavailable,
     RetrievalRequest,
     TrustedContext,
+)
+from simone.runtime.ranking import (
+    FunctionLeg,
+    Pinned,
+    PlainRRF,
     WeightedRRF,
     confidence_weights,
     error_for_failure,

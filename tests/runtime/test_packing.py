@@ -1,8 +1,12 @@
 from __future__ import annotations
 
 from hypothesis import given, strategies as st
-from simone.runtime import CharEstimator, FunctionEstimator, truncate_to_tokens
-from simone.runtime._packing import PackItem, pack
+from simone.runtime.ranking import (
+    CharEstimator,
+    FunctionEstimator,
+    truncate_to_tokens,
+)
+from simone.runtime.ranking._packing import PackItem, pack
 
 EST = CharEstimator()
 

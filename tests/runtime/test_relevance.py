@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import given, strategies as st
-from simone.runtime import ConfigError, RelevanceRule, main_script, rule_for, uncovered_script
-from simone.runtime._relevance import CALIBRATED, MIN_CANDIDATES
+from simone.runtime import ConfigError
+from simone.runtime.ranking import (
+    RelevanceRule,
+    rule_for,
+)
+from simone.runtime.ranking._relevance import CALIBRATED, MIN_CANDIDATES
+from simone.runtime.text import (
+    main_script,
+    uncovered_script,
+)
 
 similarities = st.lists(st.floats(min_value=-1.0, max_value=1.0, allow_nan=False), min_size=1, max_size=60)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from simone.runtime import rule_for
+from simone.runtime.ranking import rule_for
 
 RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "multilingual.json"
 

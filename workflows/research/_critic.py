@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 from typing import cast
 
 from simone.providers.web import memo_analyzer
-from simone.runtime import Analyzer
+from simone.runtime.text import Analyzer
 from simone.workflows.research._models import Confidence, CriticBreakdown
 
 CRITIC_VERSION = "web-critic/1"

@@ -15,7 +15,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from simone.runtime import Analyzer
+from simone.runtime.text import Analyzer
 from simone.workflows.research._models import CriticBreakdown
 
 MISSING_WORDS_PER_QUERY = 3

@@ -43,26 +43,31 @@ from simone.providers.web import (
 )
 from simone.runtime import (
     AccessDenied,
-    Analyzer,
     CacheSession,
     CacheStats,
     CacheStatus,
-    CharEstimator,
-    DuplicateFinder,
     Evidence,
     EvidenceKey,
     ProviderFailure,
     ProviderTimeout,
     ResearchCache,
-    TokenEstimator,
     TrustedContext,
     WebSettings,
-    default_analyzer,
-    normalize_url,
     strip_hidden,
     web_not_configured,
 )
-from simone.runtime._packing import PackItem, pack
+from simone.runtime.ranking import (
+    CharEstimator,
+    DuplicateFinder,
+    PackItem,
+    TokenEstimator,
+    normalize_url,
+    pack,
+)
+from simone.runtime.text import (
+    Analyzer,
+    default_analyzer,
+)
 from simone.workflows.research._budget import resolve_budget
 from simone.workflows.research._critic import SourceView, critique
 from simone.workflows.research._models import (

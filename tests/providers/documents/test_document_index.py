@@ -587,7 +587,7 @@ def test_rebuild_ann_before_any_index_run_is_a_clear_error(tmp_path: Path) -> No
 def test_changed_lexical_analysis_re_analyses_every_file_without_re_embedding(
     tmp_path: Path, tree: Path, onnx: OnnxMiniLMEmbedder
 ) -> None:
-    from simone.runtime import Analyzer
+    from simone.runtime.text import Analyzer
 
     async def go() -> None:
         async with _index(tmp_path, EmbeddingChain([onnx])) as index:

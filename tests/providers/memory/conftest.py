@@ -7,7 +7,12 @@ from typing import Any
 
 import pytest
 from simone.providers.memory import ManualClock, SequentialIds, SQLiteMemoryStore
-from simone.runtime import Caller, MemorySettings, TrustedContext, default_analyzer
+from simone.runtime import (
+    Caller,
+    MemorySettings,
+    TrustedContext,
+)
+from simone.runtime.text import default_analyzer
 
 
 @pytest.fixture

@@ -35,7 +35,13 @@ from simone.providers.memory import (
     TodoUpdate,
     TurnRole,
 )
-from simone.runtime import Caller, MemorySettings, SimoneError, TrustedContext, default_analyzer
+from simone.runtime import (
+    Caller,
+    MemorySettings,
+    SimoneError,
+    TrustedContext,
+)
+from simone.runtime.text import default_analyzer
 
 OPERATIONS = 1000
 WORDS = "alpha beta gamma delta release deploy garden roses paris lisbon budget report 営業 時間 casa".split()

@@ -35,13 +35,15 @@ from simone.providers.memory import (
 )
 from simone.providers.memory._schema import MIGRATIONS
 from simone.runtime import (
-    Analyzer,
     ConfigError,
     InvalidRequest,
     ScopeViolation,
     TrustedContext,
-    default_analyzer,
     load_settings,
+)
+from simone.runtime.text import (
+    Analyzer,
+    default_analyzer,
 )
 
 pytestmark = pytest.mark.anyio

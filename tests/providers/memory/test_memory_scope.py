@@ -30,8 +30,8 @@ from simone.runtime import (
     RetrievalRequest,
     ScopeViolation,
     TrustedContext,
-    default_analyzer,
 )
+from simone.runtime.text import default_analyzer
 
 pytestmark = pytest.mark.anyio
 

@@ -23,7 +23,12 @@ from simone.providers.memory import (
     SQLiteMemoryStore,
     TodoCreate,
 )
-from simone.runtime import Caller, MemorySettings, TrustedContext, default_analyzer
+from simone.runtime import (
+    Caller,
+    MemorySettings,
+    TrustedContext,
+)
+from simone.runtime.text import default_analyzer
 
 pytestmark = pytest.mark.anyio
 

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from simone.providers.memory import scope_like
 from simone.providers.memory._cache import BM25_CALL
-from simone.runtime import (
+from simone.runtime import SCOPE_KEYS
+from simone.runtime.text import (
     BM25_TITLE_WEIGHT,
-    SCOPE_KEYS,
     bm25_length_norm,
     fts5_idf,
     fts5_term_scores,

@@ -1,7 +1,8 @@
 from __future__ import annotations
 
 from hypothesis import given, settings, strategies as st
-from simone.runtime import WebSettings, default_analyzer
+from simone.runtime import WebSettings
+from simone.runtime.text import default_analyzer
 from simone.workflows.research import (
     CRITIC_VERSION,
     CRITIC_WEIGHTS,

@@ -6,7 +6,12 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 from simone.providers.testing import LoopbackWeb, Route
-from simone.runtime import Caller, Trust, TrustedContext, normalize_url
+from simone.runtime import (
+    Caller,
+    Trust,
+    TrustedContext,
+)
+from simone.runtime.ranking import normalize_url
 from simone.workflows.research import (
     Depth,
     FetchMode,

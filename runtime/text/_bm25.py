@@ -24,8 +24,8 @@ from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
-from simone.runtime._analysis import Analyzer, default_analyzer
 from simone.runtime._errors import InvalidRequest
+from simone.runtime.text._analysis import Analyzer, default_analyzer
 
 K1 = 1.2
 """Term-frequency saturation: the 2nd occurrence of a term adds less than the 1st."""
@@ -112,8 +112,8 @@ class BM25Index:
 
     Args:
         analyzer: the text analysis (the default analyzer if omitted). Items go through its
-            :meth:`~simone.runtime.Analyzer.terms`; queries through its
-            :meth:`~simone.runtime.Analyzer.word_terms`, which holds exactly the same terms, grouped by
+            :meth:`~simone.runtime.text.Analyzer.terms`; queries through its
+            :meth:`~simone.runtime.text.Analyzer.word_terms`, which holds exactly the same terms, grouped by
             the word they come from (for coverage).
         k1: term-frequency saturation (≥ 0).
         b: length normalisation, in [0, 1].

@@ -29,7 +29,7 @@ candidate is the answer, read off how far that candidate stands out (:class:`Vot
 The curves are logistic fits of "the leg's top candidate is a relevant paragraph" on a **tuning split**
 of XQuAD-R (600 questions per language, monolingual and X→en, disjoint from the questions
 ``benchmarks/multilingual.py`` reports; each leg fitted on the questions it runs for); the fusion turns
-the log-odds into weights with :func:`~simone.runtime._fusion.confidence_weights` at
+the log-odds into weights with :func:`~simone.runtime.ranking._fusion.confidence_weights` at
 :data:`VOTE_SHARPNESS`.
 """
 
@@ -170,7 +170,7 @@ class VoteCurve:
 # Logistic fits on the XQuAD-R tuning split (600 questions per language drawn from those
 # benchmarks/multilingual.py does not report, 11 languages, monolingual + X→en; label: "the leg's top
 # candidate is a relevant paragraph"). Each semantic curve is fitted on the questions its leg runs for
-# (runtime/_scripts.py skips the others).
+# (runtime/text/_scripts.py skips the others).
 LEXICAL_VOTE = VoteCurve(-1.57, (6.64, 3.48))
 """The lexical leg (9,060 questions; AUC 0.89): features of :func:`lexical_standout`."""
 

@@ -31,7 +31,7 @@ from simone.runtime._errors import (
     ProviderUnavailable,
     RateLimited,
 )
-from simone.runtime._fusion import RRF_K, confidence_weights, rrf
+from simone.runtime.ranking._fusion import RRF_K, confidence_weights, rrf
 
 HitT = TypeVar("HitT")
 HitT_co = TypeVar("HitT_co", covariant=True)
@@ -215,7 +215,7 @@ class WeightedRRF:
     """Reciprocal rank fusion with a weight per leg (a leg without one weighs 1).
 
     Build it from each leg's confidence with :meth:`from_confidence` (see
-    :func:`~simone.runtime.confidence_weights`).
+    :func:`~simone.runtime.ranking.confidence_weights`).
     """
 
     weights: Mapping[str, float]

@@ -14,7 +14,7 @@ is outside the model's coverage, skips the leg and says so instead of returning 
 
 The letters stand in for the language: a German or Spanish question written without accents still
 reaches MiniLM, whose vote in the fusion is then small (its margin on such questions is small; see
-:data:`~simone.runtime.CALIBRATED_VOTES`). The analyzer's English vote was not used for this: it takes
+:data:`~simone.runtime.ranking.CALIBRATED_VOTES`). The analyzer's English vote was not used for this: it takes
 1.6 % of SciFact's English claims (``Vitamin D deficiency effects birth weight.``) for another
 language, and those would lose the semantic leg.
 """

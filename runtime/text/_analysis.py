@@ -74,7 +74,7 @@ WORD_CACHE_SIZE = 1 << 17
 MAX_WORD_CHARS = 256
 """Longer runs without a break (base64, minified code) are cut: a term is never longer than this."""
 STOPWORD_LANGUAGES = ("en", "pt", "es", "fr", "it", "de", "nl", "ru", "ja", "zh", "ko", "th")
-"""Languages whose stop words (question words included) ship in ``simone.runtime.lexicon``."""
+"""Languages whose stop words (question words included) ship in ``simone.runtime.text.lexicon``."""
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _NEEDS_CLEANING = re.compile("[\ud800-\udfff\u00ad\u2060\ufeff]")
@@ -375,7 +375,7 @@ def _kept_word(part: str, key: str, stop: frozenset[str]) -> _Word:
 
 
 def _load_lines(name: str) -> list[str]:
-    text = resources.files("simone.runtime.lexicon").joinpath(name).read_text(encoding="utf-8")
+    text = resources.files("simone.runtime.text.lexicon").joinpath(name).read_text(encoding="utf-8")
     return [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
 
 
@@ -402,7 +402,9 @@ def _stop_word_signals() -> dict[str, int]:
 @functools.cache
 def builtin_synonym_groups() -> tuple[tuple[str, tuple[str, ...]], ...]:
     """The shipped synonym groups: ``(group id, members)`` for price, opening hours and identity documents."""
-    text = resources.files("simone.runtime.lexicon").joinpath("synonyms.json").read_text(encoding="utf-8")
+    text = (
+        resources.files("simone.runtime.text.lexicon").joinpath("synonyms.json").read_text(encoding="utf-8")
+    )
     data = json.loads(text)
     return tuple((str(g["id"]), tuple(str(m) for m in g["members"])) for g in data["groups"])
 

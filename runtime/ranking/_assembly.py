@@ -23,9 +23,9 @@ from simone.runtime._contracts import (
     ProviderTrace,
     Status,
 )
-from simone.runtime._dedup import DuplicateFinder
-from simone.runtime._fusion import contributions_of, rank_positions, rrf_scores
-from simone.runtime._packing import PackItem, TokenEstimator, pack
+from simone.runtime.ranking._dedup import DuplicateFinder
+from simone.runtime.ranking._fusion import contributions_of, rank_positions, rrf_scores
+from simone.runtime.ranking._packing import PackItem, TokenEstimator, pack
 
 Outcome = ProviderHits | ProviderFailure
 
@@ -236,7 +236,7 @@ def pack_candidates(
     *,
     min_truncation_tokens: int,
 ) -> Fitted:
-    """Pack the candidates in fused order into ``max_tokens`` (see :func:`~simone.runtime.pack`).
+    """Pack the candidates in fused order into ``max_tokens`` (see :func:`~simone.runtime.ranking.pack`).
 
     Kept items get their fused score and rank; a truncated one its cut text and ``truncated``,
     ``original_tokens`` and ``tokens`` in its metadata. The rest are ``over_budget`` exclusions.
