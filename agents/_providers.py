@@ -52,11 +52,11 @@ async def _open_documents(setup: ProviderSetup[IndexSettings]) -> OpenedProvider
 
 
 async def _open_memory(setup: ProviderSetup[MemorySettings]) -> OpenedProviders:
-    from simone.providers.memory import MemoryProvider, SessionMemoryProvider, SQLiteMemoryStore
+    from simone.providers.memory import MemoryProvider, SessionMemoryProvider, open_memory_store
 
     # The semantic leg embeds with the open document index's chain (opened first); lexical only without it.
     chain = getattr(setup.shared.get(DOCUMENTS_KEY), "chain", None)
-    store = SQLiteMemoryStore.from_settings(setup.settings)
+    store = open_memory_store(setup.settings)  # PostgreSQL when memory.url is set, else SQLite
     await setup.stack.enter_async_context(store)
     limit = setup.section.max_query_limit
     return OpenedProviders(
@@ -89,7 +89,7 @@ async def _open_web(setup: ProviderSetup[WebSettings]) -> OpenedProviders:
 DOCUMENTS = ProviderFactory(section="index", settings=IndexSettings, open=_open_documents)
 """The document index (``[index]``): the ``documents`` provider."""
 MEMORY = ProviderFactory(section="memory", settings=MemorySettings, open=_open_memory)
-"""SQLite memory (``[memory]``): the ``memory`` and ``session-memory`` providers, and the memory tools."""
+"""Memory (``[memory]``: SQLite, or PostgreSQL with ``url``): the ``memory`` and ``session-memory`` providers, and the memory tools."""
 WEB = ProviderFactory(section="web", settings=WebSettings, open=_open_web, enabled=_web_wanted)
 """Web search and research (``[web]``, only with a search backend): the researcher-only ``web`` provider."""
 

@@ -1,9 +1,11 @@
-r"""The two-layer research cache: a run-local layer over a persistent diskcache.
+r"""The two-layer research cache: a run-local layer over a persistent, swappable store.
 
-* **Layers.** A :class:`ResearchCache` owns the persistent layer (``diskcache``, one SQLite file in a
-  directory; ``None`` keeps everything in memory for the process). Each research run opens a
-  :class:`CacheSession`, the run-local layer: what the run read or wrote is served again from memory,
-  and the session counts its own statistics.
+* **Layers.** A :class:`ResearchCache` owns the persistent layer, a :class:`CacheStore`: diskcache (one
+  SQLite file in a directory, the embedded default), Redis (``url="redis://…"``, shared by every process
+  that names the server; see :mod:`simone.runtime._cache_redis`), or memory (``None``: this process
+  only). Each research run opens a :class:`CacheSession`, the run-local layer: what the run read or
+  wrote is served again from memory, and the session counts its own statistics. Every rule below lives
+  here, so both persistent backends behave the same (the same tests run against both).
 * **Freshness** (DESIGN.md): ``auto`` serves an entry while its TTL lasts; ``fresh`` bypasses reads of
   older entries but still writes, and never overwrites a good entry with an expired one; ``cached``
   serves an expired entry when there is one, and says so (``stale``).
@@ -11,13 +13,17 @@ r"""The two-layer research cache: a run-local layer over a persistent diskcache.
   layer only, so they are never served later as complete. Expired entries are evicted once they are
   older than their TTL plus the stale window (``stale_keep_s``) that ``cached`` may still use: when an
   ``auto`` lookup meets one, by :meth:`ResearchCache.evict_expired`, and by a sweep when the cache is
-  opened (at most hourly, since a sweep reads every entry).
+  opened (at most hourly, since a sweep reads every entry). Backends also drop an entry on their own
+  (diskcache's expiry, Redis's ``PX``) an hour after that window: the freshness timestamp is inside the
+  value, so the stale copy outlives the fresh TTL.
+* **Size bound.** diskcache culls the least recently stored entries past ``size_limit_bytes``; Redis is
+  bounded by the server's ``maxmemory`` policy; on every backend an entry over ``max_entry_bytes`` is
+  not persisted (counted as a write error; the run keeps it).
 * **Time** comes from an injectable clock so tests can expire entries without sleeping.
 * **Robustness.** Values come from the web: lone surrogates (valid JSON ``"\ud800"``, unencodable as
-  UTF-8) are replaced by U+FFFD in what is persisted and in keys, and a write the persistent layer
-  refuses (disk full, locked, unencodable) is counted (``write_errors``) instead of failing the run.
-
-The persistent layer is blocking SQLite, so it runs in worker threads under a capacity limiter.
+  UTF-8) are replaced by U+FFFD in what is persisted and in keys. A write the persistent layer refuses
+  (disk full, locked, unencodable, server down or out of memory) is counted (``write_errors``), and a
+  read it cannot answer is counted (``read_errors``) and treated as a miss, instead of failing the run.
 """
 
 from __future__ import annotations
@@ -33,8 +39,16 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self
 
-import anyio
 from pydantic import BaseModel, ConfigDict, Field
+from simone.runtime._cache_redis import RedisStore, is_redis_url
+from simone.runtime._cache_stores import (
+    CacheHealth,
+    CacheStore,
+    CacheStoreError,
+    DiskcacheStore,
+    MemoryStore,
+    backstop_expiry_s,
+)
 from simone.runtime._errors import ConfigError
 from simone.runtime.ranking import normalize_url
 
@@ -51,8 +65,11 @@ _KEY_SEPARATOR = "\x1f"
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
-_STORE_ERRORS = (OSError, UnicodeError, sqlite3.Error)
-"""What a refused write of the persistent layer raises (counted, never fatal to a run)."""
+_STORE_ERRORS = (CacheStoreError, OSError, UnicodeError, sqlite3.Error)
+"""What a refused read or write of the persistent layer raises (counted, never fatal to a run)."""
+
+DEFAULT_MAX_ENTRY_BYTES = 8 * 1024 * 1024
+"""Entries larger than this are never persisted (one extracted page is far smaller)."""
 
 
 def _scrub(text: str) -> str:
@@ -105,7 +122,10 @@ class CacheStats(BaseModel):
     """Writes refused because a good entry was already stored (never overwritten by a worse one)."""
     evicted: Annotated[int, Field(ge=0)] = 0
     write_errors: Annotated[int, Field(ge=0)] = 0
-    """Writes the persistent layer refused (disk full, locked…): the value stayed run-local."""
+    """Writes the persistent layer refused (disk full, locked, server down, too large…): the value
+    stayed run-local."""
+    read_errors: Annotated[int, Field(ge=0)] = 0
+    """Reads the persistent layer could not answer (server down…): counted as misses, fetched live."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,14 +209,59 @@ def search_cache_key(backend: str, query: str, count: int, **options: Any) -> st
     return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def cache_store(
+    directory: str | Path | None,
+    *,
+    url: str | None = None,
+    password: str | None = None,
+    size_limit_bytes: int = 1 << 30,
+) -> CacheStore:
+    """The persistent store a configuration names: Redis for ``url``, diskcache for ``directory``, else memory.
+
+    Raises:
+        ConfigError: ``url`` is not a Redis URL.
+    """
+    if url:
+        if not is_redis_url(url):
+            raise ConfigError("the research cache URL must start with redis://, rediss:// or unix://")
+        return RedisStore(url, password=password)
+    if directory is not None:
+        return DiskcacheStore(directory, size_limit_bytes=size_limit_bytes)
+    return MemoryStore()
+
+
+async def research_cache_health(
+    directory: str | Path | None, *, url: str | None = None, password: str | None = None
+) -> CacheHealth:
+    """Probe the research cache a configuration names, without keeping it open (for ``simone doctor``).
+
+    Returns the backend (``diskcache``/``redis``/``memory``), its address without a password, whether it
+    answers now and a detail (the failure, or its size bound). Never raises for an unreachable backend.
+
+    Example:
+        ``await research_cache_health(web.cache_dir or data_dir / "web-cache", url=web.cache_url)``
+    """
+    try:
+        store = cache_store(directory, url=url, password=password)
+    except ConfigError as exc:
+        return CacheHealth("redis" if url else "diskcache", "(invalid)", False, detail=str(exc))
+    return await store.health()
+
+
 class ResearchCache:
     """The persistent layer, shared by runs; open it with ``async with``.
 
     Args:
         directory: where diskcache keeps its SQLite file; ``None`` keeps entries in memory only.
+        url: a Redis URL (``redis://host:port/db``): entries live in that server, shared by every
+            process that names it (needs ``simone[redis]``); ``directory`` is then ignored.
+        password: the Redis password (from the environment), overriding the URL's.
+        store: any :class:`CacheStore` (overrides ``directory`` and ``url``).
         clock: the time source (``time.time``).
         stale_keep_s: how long past its TTL an entry remains available to ``cached`` freshness.
         size_limit_bytes: diskcache's size limit (least recently stored entries are culled past it).
+        max_entry_bytes: entries larger than this are never persisted (counted as ``write_errors``);
+            on Redis the total is bounded by the server's ``maxmemory`` policy.
 
     Example:
         ``async with ResearchCache(data_dir / "web-cache") as cache: session = cache.session()``
@@ -206,46 +271,50 @@ class ResearchCache:
         self,
         directory: str | Path | None,
         *,
+        url: str | None = None,
+        password: str | None = None,
+        store: CacheStore | None = None,
         clock: Clock = time.time,
         stale_keep_s: float = DEFAULT_STALE_KEEP_S,
         size_limit_bytes: int = 1 << 30,
+        max_entry_bytes: int = DEFAULT_MAX_ENTRY_BYTES,
     ) -> None:
         if stale_keep_s < 0:
             raise ConfigError("stale_keep_s must be >= 0")
-        self.directory = Path(directory) if directory is not None else None
+        if max_entry_bytes < 1:
+            raise ConfigError("max_entry_bytes must be >= 1")
+        self.directory = Path(directory) if directory is not None and url is None else None
         self.clock = clock
         self.stale_keep_s = stale_keep_s
         self.size_limit_bytes = size_limit_bytes
-        self._disk: Any = None
-        self._memory: dict[str, str] = {}
-        self._limiter = anyio.CapacityLimiter(4)
+        self.max_entry_bytes = max_entry_bytes
+        if store is None:
+            store = cache_store(self.directory, url=url, password=password, size_limit_bytes=size_limit_bytes)
+        self.persistent: CacheStore = store
         self._opened = False
 
+    @property
+    def backend(self) -> str:
+        """The persistent layer's backend name (``memory``, ``diskcache``, ``redis``)."""
+        return self.persistent.name
+
     async def __aenter__(self) -> Self:
-        if self.directory is not None:
-            import diskcache
-
-            directory = self.directory
-
-            def _open() -> Any:
-                directory.mkdir(parents=True, exist_ok=True)
-                return diskcache.Cache(str(directory), size_limit=self.size_limit_bytes)
-
-            try:
-                self._disk = await anyio.to_thread.run_sync(_open, limiter=self._limiter)
-            except OSError as exc:
-                raise ConfigError(
-                    f"cannot open the research cache in {directory}: {exc}; check the data directory"
-                ) from exc
+        try:
+            await self.persistent.open()
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot open the research cache in {self.persistent.address}: {exc}; check the data directory"
+            ) from exc
         self._opened = True
-        await self._maybe_sweep()
+        try:
+            await self._maybe_sweep()
+        except _STORE_ERRORS:
+            pass  # an unreachable shared store degrades the cache; lookups count the errors
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
-        disk, self._disk = self._disk, None
         self._opened = False
-        if disk is not None:
-            await anyio.to_thread.run_sync(disk.close, limiter=self._limiter)
+        await self.persistent.close()
 
     def session(self) -> CacheSession:
         """A new run-local layer with its own statistics."""
@@ -253,45 +322,41 @@ class ResearchCache:
             raise ConfigError("the research cache is not open; use `async with ResearchCache(...)` first")
         return CacheSession(self)
 
+    async def health(self) -> CacheHealth:
+        """Probe the persistent layer now (backend, address without secrets, whether it answers)."""
+        return await self.persistent.health()
+
     async def load(self, key: str) -> CacheEntry | None:
-        """The persisted entry under ``key`` (namespaced key), or ``None``."""
-        key = _scrub(key)
-        if self._disk is None:
-            text = self._memory.get(key)
-        else:
-            disk = self._disk
-            text = await anyio.to_thread.run_sync(lambda: disk.get(key), limiter=self._limiter)
+        """The persisted entry under ``key`` (namespaced key), or ``None``.
+
+        Raises:
+            CacheStoreError, OSError, sqlite3.Error: the persistent layer could not be read.
+        """
+        text = await self.persistent.get(_scrub(key))
         return CacheEntry.from_json(text) if isinstance(text, str) else None
 
     async def store(self, key: str, entry: CacheEntry) -> None:
         """Persist ``entry`` under ``key`` (callers decide whether it may be stored).
 
         Raises:
-            OSError, UnicodeError, sqlite3.Error: the persistent layer refused the write.
+            CacheStoreError, OSError, UnicodeError, sqlite3.Error: the persistent layer refused the write
+            (an entry over ``max_entry_bytes`` is refused as :class:`CacheStoreError`).
         """
-        key = _scrub(key)
         text = entry.to_json()
-        if self._disk is None:
-            self._memory[key] = text
-            return
-        disk = self._disk
-        # diskcache's own expiry (wall clock) is only a backstop, well past the stale window.
-        expire = entry.ttl_s + self.stale_keep_s + 3600.0
-        await anyio.to_thread.run_sync(lambda: disk.set(key, text, expire=expire), limiter=self._limiter)
+        size = len(text.encode("utf-8"))
+        if size > self.max_entry_bytes:
+            raise CacheStoreError(f"entry of {size} bytes is over max_entry_bytes ({self.max_entry_bytes})")
+        expire = backstop_expiry_s(entry.ttl_s, self.stale_keep_s)
+        await self.persistent.set(_scrub(key), text, expire_s=expire)
 
     async def delete(self, key: str) -> None:
         """Remove the entry under ``key`` if present."""
-        key = _scrub(key)
-        if self._disk is None:
-            self._memory.pop(key, None)
-            return
-        disk = self._disk
-        await anyio.to_thread.run_sync(lambda: disk.delete(key), limiter=self._limiter)
+        await self.persistent.delete(_scrub(key))
 
     async def _maybe_sweep(self) -> None:
         """Sweep at start-up, at most once per ``SWEEP_INTERVAL_S`` (a sweep reads every entry)."""
         now = self.clock()
-        last = await self._get_raw(_SWEEP_KEY)
+        last = await self.persistent.get(_SWEEP_KEY)
         try:
             due = last is None or now - float(last) >= SWEEP_INTERVAL_S or now < float(last)
         except ValueError:
@@ -299,42 +364,18 @@ class ResearchCache:
         if due:
             await self.evict_expired()
 
-    async def _get_raw(self, key: str) -> str | None:
-        if self._disk is None:
-            return self._memory.get(key)
-        disk = self._disk
-        value = await anyio.to_thread.run_sync(lambda: disk.get(key), limiter=self._limiter)
-        return value if isinstance(value, str) else None
-
     async def evict_expired(self) -> int:
         """Delete every entry older than its TTL plus the stale window; returns how many went."""
         now = self.clock()
         limit = self.stale_keep_s
 
-        def _evict(items: dict[str, str] | Any) -> int:
-            doomed = []
-            for key in list(items.keys() if isinstance(items, dict) else items.iterkeys()):
-                if key == _SWEEP_KEY:
-                    continue
-                text = items.get(key)
-                entry = CacheEntry.from_json(text) if isinstance(text, str) else None
-                if entry is None or now >= entry.expires_at + limit:
-                    doomed.append(key)
-            for key in doomed:
-                if isinstance(items, dict):
-                    items.pop(key, None)
-                else:
-                    items.delete(key)
-            if isinstance(items, dict):
-                items[_SWEEP_KEY] = repr(now)
-            else:
-                items.set(_SWEEP_KEY, repr(now))
-            return len(doomed)
+        def doomed(text: str | None) -> bool:
+            entry = CacheEntry.from_json(text) if isinstance(text, str) else None
+            return entry is None or now >= entry.expires_at + limit
 
-        if self._disk is None:
-            return _evict(self._memory)
-        disk = self._disk
-        return await anyio.to_thread.run_sync(lambda: _evict(disk), limiter=self._limiter)
+        gone = await self.persistent.sweep(doomed, keep=_SWEEP_KEY)
+        await self.persistent.set(_SWEEP_KEY, repr(now), expire_s=None)
+        return gone
 
 
 @dataclass(slots=True)
@@ -395,7 +436,14 @@ class CacheSession:
             )
         if freshness is Freshness.FRESH:
             return CacheLookup(CacheStatus.BYPASSED)
-        entry = local.entry if local is not None else await self._cache.load(full_key)
+        if local is not None:
+            entry: CacheEntry | None = local.entry
+        else:
+            try:
+                entry = await self._cache.load(full_key)
+            except _STORE_ERRORS:
+                self._counts["read_errors"] += 1  # a down store is a miss: the value is fetched live
+                return CacheLookup(CacheStatus.MISS)
         if entry is None or not entry.complete:
             return CacheLookup(CacheStatus.MISS)
         age = max(0.0, now - entry.stored_at)
@@ -406,8 +454,12 @@ class CacheSession:
             self._local[full_key] = _Local(entry, written_this_run=False)
             return CacheLookup(CacheStatus.STALE, entry.value, age)
         if now >= entry.expires_at + self._cache.stale_keep_s:
-            await self._cache.delete(full_key)
-            self._counts["evicted"] += 1
+            try:
+                await self._cache.delete(full_key)
+            except _STORE_ERRORS:
+                self._counts["write_errors"] += 1
+            else:
+                self._counts["evicted"] += 1
         return CacheLookup(CacheStatus.MISS)
 
     async def put(
@@ -441,7 +493,11 @@ class CacheSession:
         self._local[full_key] = _Local(entry, written_this_run=True)
         if not complete:
             return False
-        existing = await self._cache.load(full_key)
+        try:
+            existing = await self._cache.load(full_key)
+        except _STORE_ERRORS:
+            self._counts["read_errors"] += 1
+            existing = None
         if existing is not None and existing.complete and not existing.expired(now):
             if (
                 entry.expired(now)

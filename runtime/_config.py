@@ -9,6 +9,7 @@ file that contains one is refused, so keys are never written to files.
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from enum import StrEnum
 from pathlib import Path
@@ -124,7 +125,7 @@ class EmbeddingSettings(_Section):
 
 
 class IndexSettings(_Section):
-    """The document index (LanceDB under ``<data_dir>/index``).
+    """The document index (LanceDB under ``<data_dir>/index``, or at ``uri``: a folder or ``s3://…``).
 
     ``chunk_tokens`` is the embedding model's window, special tokens included (256 for the bundled
     all-MiniLM-L6-v2); ``ann_min_rows`` is how many embedded rows a collection needs before an ANN
@@ -172,10 +173,19 @@ class IndexSettings(_Section):
     relevance_margin: Annotated[float, Field(ge=0.0, le=2.0)] | None = None
     relevance_band: Annotated[float, Field(ge=0.0, le=2.0)] | None = None
     relevance_word_share: Annotated[float, Field(ge=0.0, le=1.0)] | None = None
+    # Where the LanceDB tables live: None = ``<data_dir>/index``; a local folder, or
+    # ``s3://bucket/prefix`` shared by every host (the embedding cache and models stay in data_dir).
+    uri: Annotated[str, Field(min_length=1)] | None = None
+    # Object-store options that are not secrets (endpoint, region, allow_http, ...: LanceDB's keys);
+    # credentials come from the environment (AWS_ACCESS_KEY_ID, ...) and are refused here.
+    storage_options: dict[str, str] = Field(default_factory=dict)
+    # The writer lock object of an object-store collection: held for this long unless renewed
+    # (every third of it); a crashed writer's lock is taken over once its lease has run out.
+    lock_lease_s: Annotated[float, Field(ge=5.0, le=3600.0)] = 60.0
 
 
 class MemorySettings(_Section):
-    """Structured and session memory (SQLite; ``path`` defaults to ``data_dir / "memory.sqlite3"``).
+    """Structured and session memory: SQLite at ``path`` (default ``data_dir / "memory.sqlite3"``), or PostgreSQL at ``url``.
 
     ``max_query_limit`` caps every list and search; soft-deleted records are hard-deleted after
     ``soft_delete_retention_days``; session memory keeps the last ``session_window_turns`` turns of a
@@ -187,6 +197,9 @@ class MemorySettings(_Section):
     """
 
     path: Path | None = None
+    url: str | None = None
+    """A ``postgresql://`` URL: memory lives on that PostgreSQL server (extra ``simone[postgres]``),
+    shared by every process and host that names it; unset keeps the SQLite file at ``path``."""
     max_query_limit: Annotated[int, Field(ge=1, le=10_000)] = 200
     soft_delete_retention_days: Annotated[float, Field(ge=0)] = 30.0
     session_window_turns: Annotated[int, Field(ge=1)] = 50
@@ -229,7 +242,12 @@ class WebSettings(_Section):
     allowed_networks: list[str] = Field(default_factory=list)
     """CIDR blocks the SSRF guard lets through (e.g. ``127.0.0.0/8`` for a local test web)."""
     cache_dir: Path | None = None
-    """Where the research cache lives (``<data_dir>/web-cache`` when unset)."""
+    """Where the research cache lives (``<data_dir>/web-cache`` when unset; unused with ``cache_url``)."""
+    cache_url: Annotated[str | None, Field(pattern=r"^(redis|rediss|unix)://")] = None
+    """A Redis server for the research cache's search and page layers, shared by every process that names
+    it (``redis://host:6379/0``; needs ``simone[redis]``). Unset: diskcache under ``cache_dir``."""
+    cache_password: SecretStr | None = None
+    """The Redis password (environment only: ``SIMONE_WEB__CACHE_PASSWORD``)."""
     search_ttl_s: Annotated[float, Field(gt=0)] = 30 * 60
     page_ttl_s: Annotated[float, Field(gt=0)] = 24 * 3600
     cache_stale_keep_s: Annotated[float, Field(ge=0)] = 7 * 24 * 3600
@@ -307,6 +325,9 @@ class _TomlSource(PydanticBaseSettingsSource):
         return dict(self._data)
 
 
+_URL_WITH_PASSWORD = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/@:\s]*:[^/@\s]+@")
+"""A URL that carries ``user:password@`` (refused in a config file, like any other secret)."""
+
 _SECRET_MARKERS = ("api_key", "apikey", "password", "secret")
 """Key names that look like secrets even where no field is declared (they are refused either way)."""
 
@@ -337,6 +358,12 @@ def _refuse_secrets(data: dict[str, Any], where: str, prefix: str = "") -> None:
             env = "SIMONE_" + name.upper().replace(".", "__")
             raise ConfigError(
                 f"{where} holds the secret {name!r}; remove it and set {env} in the environment"
+            )
+        elif isinstance(value, str) and _URL_WITH_PASSWORD.match(value):
+            raise ConfigError(
+                f"{where} holds a password inside the URL {name!r}; write the URL without it and give "
+                "the password through the environment (see the section's *_password setting or the "
+                "server's own variables)"
             )
 
 

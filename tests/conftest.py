@@ -11,3 +11,5 @@ from __future__ import annotations
 import os
 
 os.environ.setdefault("SIMONE_EMBEDDINGS__ONNX_VARIANT", "reference")
+
+pytest_plugins = ["tests.servers_postgres", "tests.servers_redis", "tests.servers_s3"]

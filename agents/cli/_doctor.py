@@ -22,9 +22,16 @@ from rich.table import Table
 from simone.agents.cli._doctor_languages import check_languages, render_languages
 from simone.agents.cli._render import make_console
 from simone.agents.cli._settings import settings_from_args
-from simone.providers.documents import INDEX_FOLDER, DocumentStore, count_duplicates
+from simone.providers.documents import DocumentStore, IndexLocation, count_duplicates, index_backend_status
 from simone.providers.embeddings import EmbeddingCache, build_chain
-from simone.runtime import EmbeddingChain, InvalidResponse, ProviderError, Settings
+from simone.providers.memory import memory_backend_status
+from simone.runtime import (
+    EmbeddingChain,
+    InvalidResponse,
+    ProviderError,
+    Settings,
+    research_cache_health,
+)
 
 PROBE_TEXT = "simone doctor probe"
 
@@ -115,8 +122,8 @@ def probe_health(embedders: list[dict[str, Any]]) -> dict[str, Any]:
 async def gather(settings: Settings, *, languages: bool = False) -> dict[str, Any]:
     """The doctor's report as a JSON-ready dict (with a ``languages`` section when asked)."""
     data_dir = Path(settings.data_dir)
-    index_dir = data_dir / INDEX_FOLDER
-    report: dict[str, Any] = {"data_dir": str(data_dir), "index": str(index_dir), "collections": []}
+    location = IndexLocation.from_settings(settings)
+    report: dict[str, Any] = {"data_dir": str(data_dir), "index": location.uri, "collections": []}
     async with build_chain(settings.embeddings, data_dir=settings.data_dir) as chain:
         embedders = await probe(chain, settings.embeddings.timeout_s)
         report["embedders"] = embedders
@@ -124,8 +131,8 @@ async def gather(settings: Settings, *, languages: bool = False) -> dict[str, An
         answering = {e["space"] for e in embedders if e["ok"]}
         configured = {e["space"] for e in embedders}
         ok = report["health"]["status"] != "down"
-        if await anyio.Path(index_dir).exists():
-            async with DocumentStore(index_dir) as store:
+        if location.remote or await anyio.Path(location.uri).exists():
+            async with DocumentStore.at(location) as store:
                 for name in await store.collection_names():
                     entry: dict[str, Any] = {"name": name}
                     try:
@@ -177,8 +184,41 @@ async def gather(settings: Settings, *, languages: bool = False) -> dict[str, An
             if await anyio.Path(cache_path).exists():
                 async with EmbeddingCache(cache_path) as cache:
                     report["embedding_cache"] = {"path": str(cache_path), "vectors": await cache.count()}
-    report["ok"] = ok
+    report["backends"] = await backends(settings)
+    report["ok"] = ok and all(entry["answers"] for entry in report["backends"].values())
     return report
+
+
+async def backends(settings: Settings) -> dict[str, dict[str, Any]]:
+    """Each store the configuration names: index, memory and research cache.
+
+    Each with its address (never a secret), its schema or format version and whether it answers now.
+    """
+    timeout_s = settings.embeddings.timeout_s
+    out: dict[str, dict[str, Any]] = {
+        "index": await index_backend_status(settings, timeout_s=timeout_s),
+        "memory": await memory_backend_status(settings, timeout_s=timeout_s),
+    }
+    web = settings.web
+    directory = Path(web.cache_dir or settings.data_dir / "web-cache")
+    if web.cache_url is None and not await anyio.Path(directory).exists():
+        out["research_cache"] = {
+            "backend": "diskcache",
+            "address": str(directory),
+            "answers": True,
+            "note": "no research cache yet: created by the first research run",
+        }
+    else:
+        password = web.cache_password.get_secret_value() if web.cache_password is not None else None
+        health = await research_cache_health(directory, url=web.cache_url, password=password)
+        out["research_cache"] = {
+            "backend": health.backend,
+            "address": health.address,
+            "answers": health.answers,
+            "format_version": health.format_version,
+            **({"detail": health.detail} if health.detail else {}),
+        }
+    return out
 
 
 def render(report: dict[str, Any], console: Console) -> None:
@@ -211,6 +251,17 @@ def render(report: dict[str, Any], console: Console) -> None:
             console.print(f"  [yellow]{escape(entry['advice'])}[/]")
         if "repair" in entry:
             console.print(f"  [red]{escape(entry['repair'])}[/]")
+    for role, entry in report.get("backends", {}).items():
+        state = (
+            "[green]answers[/]"
+            if entry["answers"]
+            else f"[red]does not answer: {escape(entry.get('error', entry.get('detail', '')))}[/]"
+        )
+        version = entry.get("schema_version", entry.get("format_version"))
+        extra = f" · schema {version}" if version is not None else ""
+        note = f" · {escape(entry['note'])}" if "note" in entry else ""
+        where = escape(str(entry.get("address", entry.get("uri", ""))))
+        console.print(f"{role.replace('_', ' ')}: {entry['backend']} {where}{extra} · {state}{note}")
     if "embedding_cache" in report:
         cache = report["embedding_cache"]
         console.print(f"embedding cache: {cache['vectors']:,} vector(s) in {escape(cache['path'])}")

@@ -40,11 +40,11 @@ from simone.providers.memory import (
     Priority,
     RecordKind,
     SearchQuery,
-    SQLiteMemoryStore,
     TaskStateCreate,
     TodoCreate,
     dump_export,
     load_export,
+    open_memory_store,
     render,
 )
 from simone.runtime import Caller, InvalidRequest, TrustedContext, describe_validation_error
@@ -194,7 +194,7 @@ async def run(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     context = _context(args)
     out = make_console()
-    async with SQLiteMemoryStore.from_settings(settings) as store:
+    async with open_memory_store(settings) as store:
         action = args.memory_command
         if action == "add":
             try:

@@ -7,7 +7,6 @@ from simone.providers.documents._chunker import (
     TokenCounter as TokenCounter,
 )
 from simone.providers.documents._index import (
-    INDEX_FOLDER as INDEX_FOLDER,
     DocumentIndex as DocumentIndex,
     IndexReport as IndexReport,
 )
@@ -22,6 +21,11 @@ from simone.providers.documents._loaders import (
     SourceFile as SourceFile,
     discover as discover,
     load_file as load_file,
+)
+from simone.providers.documents._location import (
+    INDEX_FOLDER as INDEX_FOLDER,
+    IndexLocation as IndexLocation,
+    index_backend_status as index_backend_status,
 )
 from simone.providers.documents._lock import CollectionBusy as CollectionBusy
 from simone.providers.documents._provider import DocumentIndexProvider as DocumentIndexProvider
@@ -42,6 +46,7 @@ __all__ = (
     "DocumentStore",
     "HFTokenCounter",
     "INDEX_FOLDER",
+    "IndexLocation",
     "IndexReport",
     "LoadedDocument",
     "SkippedFile",
@@ -50,6 +55,7 @@ __all__ = (
     "count_duplicates",
     "discover",
     "duplicate_chunks",
+    "index_backend_status",
     "load_file",
     "repair_duplicates",
 )

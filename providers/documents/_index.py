@@ -48,7 +48,9 @@ from simone.providers.documents._loaders import (
     load_bytes,
     read_bytes,
 )
+from simone.providers.documents._location import INDEX_FOLDER as INDEX_FOLDER, IndexLocation
 from simone.providers.documents._lock import WriterLock
+from simone.providers.documents._object_lock import ObjectStoreLock
 from simone.providers.documents._store import Collection, CollectionInfo, DocumentStore, card_of, now
 from simone.runtime import (
     EmbeddingChain,
@@ -64,9 +66,6 @@ from simone.runtime.text import (
     BM25_TITLE_WEIGHT,
     Analyzer,
 )
-
-INDEX_FOLDER = "index"
-"""The LanceDB folder inside the data directory."""
 
 PREPARE_GROUP = 16
 """Files read and chunked per worker-thread call."""
@@ -242,7 +241,7 @@ class DocumentIndex:
             cache = None
             if settings.embeddings.cache:
                 cache = await stack.enter_async_context(EmbeddingCache.in_data_dir(settings.data_dir))
-            store = await stack.enter_async_context(DocumentStore(Path(settings.data_dir) / INDEX_FOLDER))
+            store = await stack.enter_async_context(DocumentStore.at(IndexLocation.from_settings(settings)))
             index = cls(
                 store,
                 chain,
@@ -497,10 +496,19 @@ class DocumentIndex:
 
     @asynccontextmanager
     async def _writing(self) -> AsyncIterator[None]:
-        """Hold this process's turn, then the collection's writer lock (one writer per collection)."""
+        """Hold this process's turn, then the collection's writer lock (one writer per collection).
+
+        A local folder is locked by ``flock`` (:mod:`._lock`), an S3 index by a lock object with a
+        lease in the bucket (:mod:`._object_lock`).
+        """
         async with self._write_lock:
-            with WriterLock(self.store.uri, self.name):
-                yield
+            if self.store.location.remote:
+                lock = ObjectStoreLock(self.store.location, self.name, lease_s=self.settings.lock_lease_s)
+                async with lock.hold():
+                    yield
+            else:
+                with WriterLock(self.store.uri, self.name):
+                    yield
 
     async def _repair(self, collection: Collection, report: IndexReport) -> None:
         """Remove the chunks stored twice in any table of the collection; noted in ``maintenance``."""

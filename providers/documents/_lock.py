@@ -7,7 +7,8 @@ LanceDB commits both appends: the chunks are then stored twice. Every write of t
 ends, however it ends (``kill -9`` included), so a crashed writer never leaves the lock held; the
 pid written into the file only serves the message of the writer that was refused.
 
-Object-store URIs (``s3://…``) have no local file to lock, and Windows has no ``flock``: there, a
+An index on S3 (``[index] uri = "s3://…"``) has no local file to lock: it is locked by a lock object
+with a lease in the bucket instead (:mod:`._object_lock`). Windows has no ``flock``: there, a
 deployment must keep to one writer itself.
 """
 
@@ -32,7 +33,7 @@ class WriterLock:
 
     Use it as a context manager; entering it raises :class:`CollectionBusy` when another process
     (or another open index in this process) holds it. ``uri`` is the store's folder; for an
-    object-store URI the lock does nothing.
+    object-store URI the lock does nothing (:class:`~._object_lock.ObjectStoreLock` is used there).
     """
 
     def __init__(self, uri: str, collection: str) -> None:

@@ -38,6 +38,7 @@ import anyio
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+from simone.providers.documents._location import IndexLocation
 from simone.runtime import (
     ConfigError,
     EmbeddingSpace,
@@ -228,12 +229,19 @@ class DocumentStore:
     Args:
         uri: a local folder (made absolute; a relative path starting with ``db`` would be taken for
             LanceDB Cloud otherwise) or an object-store URI such as ``s3://bucket/index``.
+        storage_options: LanceDB's object-store options without secrets (endpoint, region,
+            allow_http, ...); credentials come from the environment (see :mod:`._location`).
     """
 
-    def __init__(self, uri: str | os.PathLike[str]) -> None:
-        text = os.fspath(uri)
-        self.uri = text if "://" in text else str(Path(text).expanduser().resolve())
+    def __init__(self, uri: str | os.PathLike[str], storage_options: Mapping[str, str] | None = None) -> None:
+        self.location = IndexLocation.of(uri, storage_options)
+        self.uri = self.location.uri
         self._db: Any = None
+
+    @classmethod
+    def at(cls, location: IndexLocation) -> DocumentStore:
+        """The store at ``location`` (see :meth:`IndexLocation.from_settings`)."""
+        return cls(location.uri, location.storage_options)
 
     async def __aenter__(self) -> Self:
         await self.open()
@@ -253,7 +261,11 @@ class DocumentStore:
         if "://" not in self.uri:
             await anyio.to_thread.run_sync(lambda: Path(self.uri).mkdir(parents=True, exist_ok=True))
         try:
-            self._db = await lancedb.connect_async(self.uri, read_consistency_interval=READ_CONSISTENCY)
+            self._db = await lancedb.connect_async(
+                self.uri,
+                read_consistency_interval=READ_CONSISTENCY,
+                storage_options=self.location.lance_options,
+            )
         except Exception as exc:  # translated in one place
             raise _translate(exc, f"open {self.uri}") from exc
 

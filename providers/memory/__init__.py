@@ -1,15 +1,16 @@
-"""simone.providers.memory — structured and session memory in SQLite, scoped by the trusted context.
+"""simone.providers.memory — structured and session memory in SQLite or PostgreSQL, scoped by the trusted context.
 
 * Records: notes, todos, checklists (nested items), facts (with validity and supersession) and task
   states — :class:`MemoryRecord`, created and changed through the ``*Create`` / ``*Update`` inputs.
 * Stores: the :class:`MemoryStore` and :class:`SessionStore` protocols, implemented by
-  :class:`SQLiteMemoryStore` (WAL, one transaction per operation, migrations, multi-process safe).
+  :class:`SQLiteMemoryStore` (WAL, one transaction per operation, migrations, multi-process safe), or
+  :class:`PostgresMemoryStore` (a shared server for a team; ``[memory] url = "postgresql://…"``, extra
+  ``simone[postgres]``). :func:`open_memory_store` picks one from the settings.
 * Providers: :class:`MemoryProvider` (``memory``) and :class:`SessionMemoryProvider` (``session-memory``),
   lexical BM25 over the shared analysis, plus an optional semantic leg (embedding chain, RRF).
 * Tools: :data:`MEMORY_TOOLS` for agents; their arguments refuse scope fields with ``ScopeViolation``.
 """
 
-from simone.providers.memory._cache import SearchCacheInfo as SearchCacheInfo
 from simone.providers.memory._clock import (
     Clock as Clock,
     IdGenerator as IdGenerator,
@@ -65,15 +66,18 @@ from simone.providers.memory._models import (
     refuse_scope_keys as refuse_scope_keys,
     scope_like as scope_like,
 )
+from simone.providers.memory._open import (
+    memory_backend as memory_backend,
+    memory_backend_status as memory_backend_status,
+    open_memory_store as open_memory_store,
+)
 from simone.providers.memory._providers import (
     DEFAULT_MIN_SIMILARITY as DEFAULT_MIN_SIMILARITY,
     MemoryProvider as MemoryProvider,
     SessionMemoryProvider as SessionMemoryProvider,
 )
 from simone.providers.memory._records import render as render
-from simone.providers.memory._schema import SCHEMA_VERSION as SCHEMA_VERSION
 from simone.providers.memory._scope import visible as visible, write_scope as write_scope
-from simone.providers.memory._sqlite import SQLiteMemoryStore as SQLiteMemoryStore
 from simone.providers.memory._store import (
     MemoryStore as MemoryStore,
     SessionStore as SessionStore,
@@ -88,6 +92,12 @@ from simone.providers.memory._tools import (
     RecordRef as RecordRef,
     SearchArgs as SearchArgs,
     memory_tool as memory_tool,
+)
+from simone.providers.memory.postgres import PostgresMemoryStore as PostgresMemoryStore
+from simone.providers.memory.sqlite import (
+    SCHEMA_VERSION as SCHEMA_VERSION,
+    SearchCacheInfo as SearchCacheInfo,
+    SQLiteMemoryStore as SQLiteMemoryStore,
 )
 
 __all__ = (
@@ -125,6 +135,7 @@ __all__ = (
     "NoteCreate",
     "NoteStatus",
     "NoteUpdate",
+    "PostgresMemoryStore",
     "Priority",
     "RecordKind",
     "RecordRef",
@@ -154,7 +165,10 @@ __all__ = (
     "dump_export",
     "find_scope_keys",
     "load_export",
+    "memory_backend",
+    "memory_backend_status",
     "memory_tool",
+    "open_memory_store",
     "random_ids",
     "refuse_scope_keys",
     "render",

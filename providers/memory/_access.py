@@ -9,13 +9,12 @@ the limits, build the list and search filters, and insert a turn.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from simone.providers.memory import _records as trees
-from simone.providers.memory._connection import StoreCore
+from simone.providers.memory._core import DB, StoreCore
 from simone.providers.memory._models import STATUSES, MemoryRecord, RecordKind
 from simone.providers.memory._records import index_text
 from simone.providers.memory._rows import (
@@ -33,7 +32,7 @@ from simone.runtime import AccessDenied, Caller, InvalidRequest, NotFound, Trust
 class RecordAccess(StoreCore):
     """The row-level steps the record, session and transfer operations share."""
 
-    def _insert(self, db: sqlite3.Connection, record: MemoryRecord) -> None:
+    def _insert(self, db: DB, record: MemoryRecord) -> None:
         title, body = self._fts(db, record)
         columns = (*RECORD_COLUMNS, "fts_title", "fts_body")
         marks = ", ".join("?" for _ in columns)
@@ -42,7 +41,7 @@ class RecordAccess(StoreCore):
             (*record_values(record), title, body),
         )
 
-    def _save(self, db: sqlite3.Connection, rowid: int, old: MemoryRecord, new: MemoryRecord) -> None:
+    def _save(self, db: DB, rowid: int, old: MemoryRecord, new: MemoryRecord) -> None:
         columns: tuple[str, ...] = RECORD_COLUMNS
         values: tuple[Any, ...] = record_values(new)
         if index_text(old) != index_text(new):
@@ -53,7 +52,7 @@ class RecordAccess(StoreCore):
         db.execute(f"UPDATE records SET {assignments} WHERE rowid = ?", (*values, rowid))
 
     def _fetch(
-        self, db: sqlite3.Connection, context: TrustedContext, record_id: str, *, include_deleted: bool
+        self, db: DB, context: TrustedContext, record_id: str, *, include_deleted: bool
     ) -> tuple[int, MemoryRecord]:
         condition, params = scope_sql(context, "r")
         row = db.execute(
@@ -72,9 +71,7 @@ class RecordAccess(StoreCore):
             )
         return int(row["rowid"]), record
 
-    def _owned(
-        self, db: sqlite3.Connection, context: TrustedContext, record_id: str
-    ) -> tuple[int, MemoryRecord]:
+    def _owned(self, db: DB, context: TrustedContext, record_id: str) -> tuple[int, MemoryRecord]:
         """A record the context may change, deleted or not (see :func:`~._scope.may_change`).
 
         Raises:
@@ -100,7 +97,7 @@ class RecordAccess(StoreCore):
         return rowid, record
 
     def _editable(
-        self, db: sqlite3.Connection, context: TrustedContext, record_id: str, kind: RecordKind | None = None
+        self, db: DB, context: TrustedContext, record_id: str, kind: RecordKind | None = None
     ) -> tuple[int, MemoryRecord]:
         rowid, record = self._owned(db, context, record_id)
         if record.deleted_at is not None:
@@ -164,7 +161,7 @@ class RecordAccess(StoreCore):
             parts.append(f"r.status IN ({', '.join('?' for _ in status)})")
             params.extend(status)
         for tag in tags or ():
-            parts.append("EXISTS (SELECT 1 FROM json_each(r.tags) WHERE json_each.value = ?)")
+            parts.append(self._tag_condition("r"))
             params.append(tag)
         if not include_inactive_facts:
             parts.append(
@@ -176,7 +173,7 @@ class RecordAccess(StoreCore):
 
     def _insert_turn(
         self,
-        db: sqlite3.Connection,
+        db: DB,
         *,
         turn_id: str,
         scope: dict[str, str],

@@ -7,11 +7,11 @@ sees for a ``system`` caller) may edit its items; others get :class:`~simone.run
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable
 
 from simone.providers.memory import _records as trees
 from simone.providers.memory._access import RecordAccess
+from simone.providers.memory._core import DB
 from simone.providers.memory._models import (
     ItemAdd,
     ItemMove,
@@ -34,7 +34,7 @@ class ChecklistItems(RecordAccess):
     ) -> MemoryRecord:
         now = self._now()
 
-        def transaction(db: sqlite3.Connection) -> MemoryRecord:
+        def transaction(db: DB) -> MemoryRecord:
             rowid, old = self._editable(db, context, checklist_id, RecordKind.CHECKLIST)
             nodes = trees.to_nodes(old.items)
             edit(nodes, old)

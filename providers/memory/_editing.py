@@ -6,13 +6,13 @@ may supersede the current one in the same transaction.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from simone.providers.memory import _records as trees
 from simone.providers.memory._access import RecordAccess
+from simone.providers.memory._core import DB
 from simone.providers.memory._models import (
     STATUSES,
     ChecklistCreate,
@@ -134,7 +134,7 @@ class RecordEditing(RecordAccess):
             }
         record = MemoryRecord.model_validate(base)
 
-        def transaction(db: sqlite3.Connection) -> MemoryRecord:
+        def transaction(db: DB) -> MemoryRecord:
             if isinstance(spec, FactCreate) and spec.supersedes is not None:
                 self._supersede(db, context, spec.supersedes, record, now)
             self._insert(db, record)
@@ -143,7 +143,7 @@ class RecordEditing(RecordAccess):
         return self._write(transaction)
 
     def _supersede(
-        self, db: sqlite3.Connection, context: TrustedContext, old_id: str, new: MemoryRecord, now: datetime
+        self, db: DB, context: TrustedContext, old_id: str, new: MemoryRecord, now: datetime
     ) -> None:
         rowid, old = self._editable(db, context, old_id, RecordKind.FACT)
         assert old.fact is not None and new.fact is not None
@@ -178,7 +178,7 @@ class RecordEditing(RecordAccess):
         now = self._now()
         kind = RecordKind(patch.kind)
 
-        def transaction(db: sqlite3.Connection) -> MemoryRecord:
+        def transaction(db: DB) -> MemoryRecord:
             rowid, old = self._editable(db, context, patch.id, kind)
             fields: dict[str, Any] = {}
             for key in ("title", "body", "tags", "priority", "due_at"):
@@ -245,7 +245,7 @@ class RecordEditing(RecordAccess):
     ) -> MemoryRecord:
         now = self._now()
 
-        def transaction(db: sqlite3.Connection) -> MemoryRecord:
+        def transaction(db: DB) -> MemoryRecord:
             rowid, old = self._editable(db, context, record_id, kind)
             fields: dict[str, Any]
             if old.kind is RecordKind.NOTE:

@@ -6,9 +6,8 @@ and by :meth:`purge_deleted`).
 
 from __future__ import annotations
 
-import sqlite3
-
 from simone.providers.memory._access import RecordAccess
+from simone.providers.memory._core import DB
 from simone.providers.memory._models import MemoryRecord
 from simone.runtime import TrustedContext
 
@@ -35,7 +34,7 @@ class RecordRetention(RecordAccess):
     def _set_deleted(self, context: TrustedContext, record_id: str, deleted: bool) -> MemoryRecord:
         now = self._now()
 
-        def transaction(db: sqlite3.Connection) -> MemoryRecord:
+        def transaction(db: DB) -> MemoryRecord:
             rowid, old = self._owned(db, context, record_id)
             if (old.deleted_at is not None) == deleted:
                 return old
@@ -54,7 +53,7 @@ class RecordRetention(RecordAccess):
         await self._run(self._hard_delete_sync, context, record_id)
 
     def _hard_delete_sync(self, context: TrustedContext, record_id: str) -> None:
-        def transaction(db: sqlite3.Connection) -> None:
+        def transaction(db: DB) -> None:
             rowid, _ = self._owned(db, context, record_id)
             db.execute("DELETE FROM records WHERE rowid = ?", (rowid,))
 

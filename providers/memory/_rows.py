@@ -1,4 +1,4 @@
-"""Rows and values: how records, turns and summaries are laid out in SQLite, and back.
+"""Rows and values: how records, turns and summaries are laid out in either backend, and back.
 
 Times are stored as integer microseconds since the Unix epoch (UTC), JSON columns in one canonical form
 (sorted keys, no spaces, UTF-8 kept), so equal values are equal text.
@@ -7,7 +7,6 @@ Times are stored as integer microseconds since the Unix epoch (UTC), JSON column
 from __future__ import annotations
 
 import json
-import sqlite3
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -59,7 +58,7 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
-def record_from_row(row: sqlite3.Row) -> MemoryRecord:
+def record_from_row(row: Any) -> MemoryRecord:
     """The record of a ``records`` row selected with :data:`SELECT_RECORD`."""
     data = json.loads(row["data"])
     return MemoryRecord.model_validate(
@@ -110,7 +109,7 @@ def record_values(record: MemoryRecord) -> tuple[Any, ...]:
     return tuple(values[column] for column in RECORD_COLUMNS)
 
 
-def turn_from_row(row: sqlite3.Row) -> Turn:
+def turn_from_row(row: Any) -> Turn:
     """The turn of a ``turns`` row selected with :data:`SELECT_TURN`."""
     return Turn(
         id=row["id"],
@@ -122,7 +121,7 @@ def turn_from_row(row: sqlite3.Row) -> Turn:
     )
 
 
-def summary_from_row(row: sqlite3.Row) -> SessionSummary:
+def summary_from_row(row: Any) -> SessionSummary:
     """The summary of a ``turns`` row of role :data:`SUMMARY` selected with :data:`SELECT_TURN`."""
     return SessionSummary(
         id=row["id"],

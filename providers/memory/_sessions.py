@@ -5,10 +5,10 @@ Turns beyond ``memory.session_window_turns`` fall out of the window as new ones 
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 from simone.providers.memory._access import RecordAccess
+from simone.providers.memory._core import DB
 from simone.providers.memory._models import SessionHit, SessionSummary, Turn, TurnRole
 from simone.providers.memory._rows import SELECT_TURN, SUMMARY, summary_from_row, turn_from_row
 from simone.providers.memory._scope import scope_signature, scope_sql
@@ -42,7 +42,7 @@ class SessionMemory(RecordAccess):
         turn_id = self._ids("turn")
         window = self._settings.session_window_turns
 
-        def transaction(db: sqlite3.Connection) -> tuple[Turn, list[Turn]]:
+        def transaction(db: DB) -> tuple[Turn, list[Turn]]:
             last = db.execute(
                 "SELECT MAX(seq) FROM turns WHERE scope_sig = ? AND role != ?", (signature, SUMMARY)
             ).fetchone()[0]
@@ -106,7 +106,7 @@ class SessionMemory(RecordAccess):
         signature = scope_signature(scope)
         now = self._now()
 
-        def transaction(db: sqlite3.Connection) -> SessionSummary:
+        def transaction(db: DB) -> SessionSummary:
             row = db.execute(
                 "SELECT id FROM turns WHERE scope_sig = ? AND role = ?", (signature, SUMMARY)
             ).fetchone()
@@ -160,17 +160,12 @@ class SessionMemory(RecordAccess):
         assert self._analyzer is not None
         condition, params = self._session_condition(context)
         db = self._read()
-        match = fts_query(self._analyzer.terms(text), self._visible_numbers(db, context))
-        if match is None:
+        terms = self._analyzer.terms(text)
+        numbers = self._visible_numbers(db, context)
+        if fts_query(terms, numbers) is None:
             return []
-        rows = db.execute(
-            f"SELECT {SELECT_TURN}, bm25(turns_fts) AS rank FROM turns_fts "
-            "JOIN turns t ON t.rowid = turns_fts.rowid "
-            f"WHERE turns_fts MATCH ? AND {condition} ORDER BY rank, t.created_us DESC, t.id LIMIT ?",
-            (match, *params, limit),
-        )
         hits: list[SessionHit] = []
-        for row in rows.fetchall():
+        for row in self._session_search(db, terms, numbers, condition, params, limit):
             item: Turn | SessionSummary = (
                 summary_from_row(row) if row["role"] == SUMMARY else turn_from_row(row)
             )
@@ -185,5 +180,5 @@ class SessionMemory(RecordAccess):
         self._conversation(context)
         signature = scope_signature(context.scope())
         return self._write(
-            lambda db: db.execute("DELETE FROM turns WHERE scope_sig = ?", (signature,)).rowcount
+            lambda db: int(db.execute("DELETE FROM turns WHERE scope_sig = ?", (signature,)).rowcount)
         )

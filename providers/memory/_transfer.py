@@ -6,13 +6,12 @@ an export back in one transaction: all of it, or nothing.
 
 from __future__ import annotations
 
-import sqlite3
 from collections import Counter
 from collections.abc import Iterable
 
 from simone.providers.memory import _records as trees
 from simone.providers.memory._access import RecordAccess
-from simone.providers.memory._cache import prune_changes
+from simone.providers.memory._core import DB
 from simone.providers.memory._models import STATUSES, MemoryExport, RecordKind, SessionSummary, Turn
 from simone.providers.memory._rows import (
     SELECT_RECORD,
@@ -29,7 +28,7 @@ _OPTIMIZE_AFTER = 1000
 """An import of at least this many records merges the full-text index into one segment."""
 
 
-def existing_ids(db: sqlite3.Connection, table: str, ids: Iterable[str]) -> list[str]:
+def existing_ids(db: DB, table: str, ids: Iterable[str]) -> list[str]:
     """The ids among ``ids`` already in ``table`` (looked up 500 at a time)."""
     found: list[str] = []
     batch: list[str] = []
@@ -60,12 +59,12 @@ class MemoryTransfer(RecordAccess):
         db = self._read()
         db.execute("BEGIN")  # one snapshot for records and turns
         try:
-            condition, params = ("1", []) if all_scopes else scope_sql(context, "r")
+            condition, params = ("TRUE", []) if all_scopes else scope_sql(context, "r")
             rows = db.execute(
                 f"SELECT {SELECT_RECORD} FROM records r WHERE {condition} ORDER BY r.created_us, r.id",
                 params,
             ).fetchall()
-            turn_condition, turn_params = ("1", []) if all_scopes else scope_sql(context, "t")
+            turn_condition, turn_params = ("TRUE", []) if all_scopes else scope_sql(context, "t")
             turn_rows = db.execute(
                 f"SELECT {SELECT_TURN} FROM turns t WHERE {turn_condition} "
                 "ORDER BY t.scope_sig, t.role = 'summary' DESC, t.seq, t.id",
@@ -143,7 +142,7 @@ class MemoryTransfer(RecordAccess):
             raise InvalidRequest("the import was refused, nothing was written: " + "; ".join(problems[:20]))
 
     def _import_sync(self, document: MemoryExport, replace: bool) -> int:
-        def transaction(db: sqlite3.Connection) -> int:
+        def transaction(db: DB) -> int:
             conflicts = existing_ids(db, "records", [record.id for record in document.records])
             conflicts += existing_ids(
                 db, "turns", [turn.id for turn in document.turns] + [s.id for s in document.summaries]
@@ -162,7 +161,7 @@ class MemoryTransfer(RecordAccess):
                 )
             try:
                 return self._import_rows(db, document, replace)
-            except sqlite3.IntegrityError as exc:
+            except self._integrity_errors as exc:
                 raise InvalidRequest(
                     f"the import was refused, nothing was written: {exc} (two turns of one conversation "
                     "with the same sequence number?)"
@@ -170,7 +169,7 @@ class MemoryTransfer(RecordAccess):
 
         return self._write(transaction)
 
-    def _import_rows(self, db: sqlite3.Connection, document: MemoryExport, replace: bool) -> int:
+    def _import_rows(self, db: DB, document: MemoryExport, replace: bool) -> int:
         for record in document.records:
             if replace:
                 db.execute("DELETE FROM records WHERE id = ?", (record.id,))
@@ -204,6 +203,5 @@ class MemoryTransfer(RecordAccess):
                 created=summary.updated_at,
             )
         if len(document.records) >= _OPTIMIZE_AFTER:
-            db.execute("INSERT INTO records_fts (records_fts) VALUES ('optimize')")
-            prune_changes(db)
+            self._after_bulk_import(db)
         return len(document.records) + len(document.turns) + len(document.summaries)

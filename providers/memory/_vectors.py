@@ -6,12 +6,12 @@ similarity.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
 from simone.providers.memory._access import RecordAccess
+from simone.providers.memory._core import DB
 from simone.providers.memory._models import SearchHit, SearchQuery
 from simone.providers.memory._records import index_text
 from simone.providers.memory._rows import SELECT_RECORD, record_from_row
@@ -38,9 +38,9 @@ class VectorMemory(RecordAccess):
         return await self._run(self._pin_sync, space)
 
     def _pin_sync(self, space: EmbeddingSpace) -> EmbeddingSpace:
-        def transaction(db: sqlite3.Connection) -> EmbeddingSpace:
+        def transaction(db: DB) -> EmbeddingSpace:
             db.execute(
-                "INSERT OR IGNORE INTO meta (key, value) VALUES ('vector_space', ?)",
+                "INSERT INTO meta (key, value) VALUES ('vector_space', ?) ON CONFLICT (key) DO NOTHING",
                 (space.model_dump_json(),),
             )
             row = db.execute("SELECT value FROM meta WHERE key = 'vector_space'").fetchone()
@@ -82,7 +82,7 @@ class VectorMemory(RecordAccess):
         return await self._run(self._put_sync, space, vectors)
 
     def _put_sync(self, space: str, vectors: Sequence[tuple[str, npt.NDArray[np.float32]]]) -> int:
-        def transaction(db: sqlite3.Connection) -> int:
+        def transaction(db: DB) -> int:
             stored = 0
             for record_id, vector in vectors:
                 row = db.execute("SELECT rowid FROM records WHERE id = ?", (record_id,)).fetchone()
@@ -90,7 +90,8 @@ class VectorMemory(RecordAccess):
                     continue
                 blob = np.asarray(vector, dtype="<f4").tobytes()
                 db.execute(
-                    "INSERT OR REPLACE INTO record_vectors (space, record_rowid, vector) VALUES (?, ?, ?)",
+                    "INSERT INTO record_vectors (space, record_rowid, vector) VALUES (?, ?, ?) "
+                    "ON CONFLICT (space, record_rowid) DO UPDATE SET vector = excluded.vector",
                     (space, row[0], blob),
                 )
                 stored += 1

@@ -83,12 +83,12 @@ async def open_web(
     """Open the web layer the configuration describes; everything is closed on exit.
 
     Args:
-        settings: the configuration (``settings.web``; the cache under ``web.cache_dir`` or
-            ``<data_dir>/web-cache``).
+        settings: the configuration (``settings.web``; the cache in the Redis server at
+            ``web.cache_url``, else under ``web.cache_dir`` or ``<data_dir>/web-cache``).
         transport: an httpx transport for the search and page clients (tests).
         resolver: the fetcher's resolver (tests map loopback host names).
         clock: the cache's clock (tests expire entries with it).
-        cache_dir: overrides the cache directory.
+        cache_dir: overrides the cache directory (not used with ``web.cache_url``).
 
     An unconfigured web (no backend) still opens: searches then fail as ``not_configured``.
     """
@@ -101,7 +101,13 @@ async def open_web(
             )
         )
         cache = await stack.enter_async_context(
-            ResearchCache(directory, clock=clock, stale_keep_s=web.cache_stale_keep_s)
+            ResearchCache(
+                directory,
+                url=web.cache_url,
+                password=web.cache_password.get_secret_value() if web.cache_password else None,
+                clock=clock,
+                stale_keep_s=web.cache_stale_keep_s,
+            )
         )
         fetcher = await stack.enter_async_context(
             SafeFetcher(FetchPolicy.from_settings(web), resolver=resolver, transport=transport)

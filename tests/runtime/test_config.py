@@ -134,3 +134,18 @@ def test_config_errors_are_one_line_and_say_where_to_fix_them(
         load_settings()
     with pytest.raises(ConfigError, match="is a directory"):
         load_settings(tmp_path)
+
+
+@pytest.mark.parametrize(
+    "toml",
+    [
+        '[web]\ncache_url = "redis://:hunter2@cache.internal:6379/0"\n',
+        '[lexical]\nignore_words = []\n[web]\nsearxng_url = "http://user:hunter2@search.internal/"\n',
+    ],
+)
+def test_a_password_inside_a_url_in_a_file_is_refused(tmp_path: Path, toml: str) -> None:
+    path = tmp_path / "simone.toml"
+    path.write_text(toml)
+    with pytest.raises(ConfigError, match="password inside the URL") as caught:
+        load_settings(config_file=path)
+    assert "hunter2" not in str(caught.value)

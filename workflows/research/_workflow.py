@@ -550,6 +550,11 @@ class WebResearch:
             out.append(
                 f"{stats.stale_served} result(s) came from the cache after their freshness period (cached mode)."
             )
+        if stats.read_errors or stats.write_errors:
+            out.append(
+                f"The research cache was unavailable for {stats.read_errors} read(s) and "
+                f"{stats.write_errors} write(s); those results were fetched live and not shared."
+            )
         b = confidence.breakdown
         if b.missing_terms and sources:
             out.append("No source covered: " + ", ".join(b.missing_terms) + ".")

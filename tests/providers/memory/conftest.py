@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from simone.providers.memory import ManualClock, SequentialIds, SQLiteMemoryStore
+from simone.providers.memory import ManualClock, PostgresMemoryStore, SequentialIds, SQLiteMemoryStore
 from simone.runtime import (
     Caller,
     MemorySettings,
@@ -36,9 +36,42 @@ def make_store(tmp_path: Path, clock: ManualClock) -> Callable[..., SQLiteMemory
     return make
 
 
+BACKENDS = ["sqlite", "postgres"]
+"""Every memory backend: the ``store`` fixture runs each behaviour test on each of them."""
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    """The memory backend under test (tests bound to SQLite's file ask for ``make_store`` instead)."""
+    return str(request.param)
+
+
 @pytest.fixture
-async def store(make_store: Callable[..., SQLiteMemoryStore]) -> AsyncIterator[SQLiteMemoryStore]:
-    async with make_store(settings=MemorySettings(checklist_max_depth=3, max_body_chars=10_000)) as opened:
+def make_any_store(
+    backend: str,
+    make_store: Callable[..., SQLiteMemoryStore],
+    request: pytest.FixtureRequest,
+    clock: ManualClock,
+) -> Callable[..., Any]:
+    """A store of the backend under test: SQLite in ``tmp_path``, or PostgreSQL in a fresh database."""
+    if backend == "sqlite":
+        return make_store
+    url = request.getfixturevalue("postgres_url")
+
+    def make(name: str = "memory", **kwargs: Any) -> PostgresMemoryStore:
+        kwargs.setdefault("clock", clock)
+        kwargs.setdefault("ids", SequentialIds())
+        kwargs.setdefault("analyzer", default_analyzer())
+        return PostgresMemoryStore(url, **kwargs)
+
+    return make
+
+
+@pytest.fixture
+async def store(make_any_store: Callable[..., Any]) -> AsyncIterator[Any]:
+    async with make_any_store(
+        settings=MemorySettings(checklist_max_depth=3, max_body_chars=10_000)
+    ) as opened:
         yield opened
 
 

@@ -173,6 +173,7 @@ async def _refused(store: SQLiteMemoryStore, text: str) -> str:
 async def test_bad_import_is_refused_whole(
     make_store: Callable[..., SQLiteMemoryStore], tmp_path: Path, case: str
 ) -> None:
+    """SQLite-only: needs two separate databases (source and target files); the PostgreSQL fixture gives a test one database. The import checks are backend-neutral code (_transfer), and PostgreSQL's import runs in the parametrised suite."""
     mutate, names = CASES[case]
     async with make_store("source.sqlite3") as source:
         document = await _good_document(source)
@@ -224,6 +225,7 @@ async def test_unknown_scope_keys_cannot_reach_sqlite_even_bypassing_validation(
 
 
 async def test_a_valid_export_still_round_trips(make_store: Callable[..., SQLiteMemoryStore]) -> None:
+    """SQLite-only: needs two separate databases (source and target files); the PostgreSQL fixture gives a test one database."""
     async with make_store("source.sqlite3") as source:
         document = await _good_document(source)
     async with make_store("target.sqlite3") as target:

@@ -33,7 +33,7 @@ from simone.providers.memory import (
     dump_export,
     load_export,
 )
-from simone.providers.memory._schema import MIGRATIONS
+from simone.providers.memory.sqlite._schema import MIGRATIONS
 from simone.runtime import (
     ConfigError,
     InvalidRequest,
@@ -77,6 +77,7 @@ async def test_fresh_database_schema_and_default_path(tmp_path: Path) -> None:
 
 
 async def test_newer_schema_is_refused(make_store: Callable[..., SQLiteMemoryStore], tmp_path: Path) -> None:
+    """SQLite-only: writes SQLite's ``PRAGMA user_version`` into a file before opening it."""
     path = tmp_path / "future.sqlite3"
     db = sqlite3.connect(path)
     db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
@@ -89,6 +90,7 @@ async def test_newer_schema_is_refused(make_store: Callable[..., SQLiteMemorySto
 async def test_migrates_a_version_1_database(
     make_store: Callable[..., SQLiteMemoryStore], tmp_path: Path, alice: TrustedContext
 ) -> None:
+    """SQLite-only: builds a version-1 SQLite file with SQLite's own migration functions."""
     path = tmp_path / "old.sqlite3"
     db = sqlite3.connect(path, isolation_level=None)
     MIGRATIONS[0](db)  # the schema as version 1 shipped it
@@ -108,6 +110,7 @@ async def test_migrates_a_version_1_database(
 async def test_reopen_keeps_data_and_reindexes_when_analysis_changes(
     make_store: Callable[..., SQLiteMemoryStore], alice: TrustedContext
 ) -> None:
+    """SQLite-only: reopens the same file with another analyzer (the fixture's SQLite file; PostgreSQL shares the re-index code in _core)."""
     async with make_store() as store:
         note = await store.create(alice, NoteCreate(title="Vehicle", body="the automobile is parked outside"))
         assert await store.search_records(alice, SearchQuery(text="car")) == []
@@ -250,6 +253,7 @@ async def test_export_import_round_trip(
     system: TrustedContext,
     clock: ManualClock,
 ) -> None:
+    """SQLite-only: needs two separate databases (source and target files); the PostgreSQL fixture gives a test one database."""
     async with make_store("source.sqlite3") as source:
         await _populate(source, alice, clock)
         exported = await source.export(system, all_scopes=True)
@@ -280,6 +284,7 @@ async def test_invalid_import_writes_nothing(
     system: TrustedContext,
     clock: ManualClock,
 ) -> None:
+    """SQLite-only: needs two separate databases (source and target files); the PostgreSQL fixture gives a test one database."""
     async with make_store("source.sqlite3") as source:
         await _populate(source, alice, clock)
         good = json.loads(dump_export(await source.export(system, all_scopes=True)))

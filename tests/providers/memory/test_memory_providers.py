@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from simone.providers.memory import (
@@ -86,9 +87,9 @@ async def test_nothing_relevant_is_empty_not_everything(
 
 
 async def test_session_memory_window_summary_and_provider(
-    make_store: Callable[..., SQLiteMemoryStore], alice: TrustedContext, bob: TrustedContext
+    make_any_store: Callable[..., Any], alice: TrustedContext, bob: TrustedContext
 ) -> None:
-    async with make_store(settings=MemorySettings(session_window_turns=3)) as store:
+    async with make_any_store(settings=MemorySettings(session_window_turns=3)) as store:
         evicted_all = []
         for index, text in enumerate(
             [
@@ -157,9 +158,9 @@ async def test_router_fuses_memory_and_session(
 
 
 async def test_provider_cap_follows_store_settings(
-    make_store: Callable[..., SQLiteMemoryStore], alice: TrustedContext
+    make_any_store: Callable[..., Any], alice: TrustedContext
 ) -> None:
-    async with make_store(settings=MemorySettings(max_query_limit=2)) as store:
+    async with make_any_store(settings=MemorySettings(max_query_limit=2)) as store:
         for index in range(4):
             await store.create(alice, NoteCreate(title=f"capped {index}"))
             await store.append_turn(alice, TurnRole.USER, f"capped turn {index}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from simone.providers.memory import (
@@ -83,9 +84,9 @@ async def test_embedder_outage_degrades_to_lexical(store: SQLiteMemoryStore, ali
 
 
 async def test_space_is_pinned_never_switched(
-    make_store: Callable[..., SQLiteMemoryStore], alice: TrustedContext
+    make_any_store: Callable[..., Any], alice: TrustedContext
 ) -> None:
-    async with make_store() as store:
+    async with make_any_store() as store:
         await store.create(alice, NoteCreate(title="Garden", body="water the roses"))
         first = HashEmbedder(64, model="first")
         await MemoryProvider(store, chain=EmbeddingChain([first])).retrieve(

@@ -7,7 +7,7 @@ import sqlite3
 import numpy as np
 import pytest
 from simone.providers.memory import scope_like
-from simone.providers.memory._cache import BM25_CALL
+from simone.providers.memory.sqlite._cache import BM25_CALL
 from simone.runtime import SCOPE_KEYS
 from simone.runtime.text import (
     BM25_TITLE_WEIGHT,

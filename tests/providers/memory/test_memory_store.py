@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from simone.providers.memory import (
@@ -208,10 +209,8 @@ async def test_checklist_bad_moves(store: SQLiteMemoryStore, alice: TrustedConte
     assert after == checklist, "a refused edit changes nothing"
 
 
-async def test_checklist_item_cap(
-    make_store: Callable[..., SQLiteMemoryStore], alice: TrustedContext
-) -> None:
-    async with make_store(settings=MemorySettings(max_checklist_items=3)) as store:
+async def test_checklist_item_cap(make_any_store: Callable[..., Any], alice: TrustedContext) -> None:
+    async with make_any_store(settings=MemorySettings(max_checklist_items=3)) as store:
         checklist = await store.create(
             alice, ChecklistCreate(title="c", items=[{"text": str(i)} for i in range(3)])
         )
@@ -306,9 +305,9 @@ async def test_task_state_lifecycle(store: SQLiteMemoryStore, alice: TrustedCont
 
 
 async def test_soft_delete_restore_retention_hard_delete(
-    make_store: Callable[..., SQLiteMemoryStore], alice: TrustedContext, clock: ManualClock
+    make_any_store: Callable[..., Any], alice: TrustedContext, clock: ManualClock
 ) -> None:
-    async with make_store(settings=MemorySettings(soft_delete_retention_days=7)) as store:
+    async with make_any_store(settings=MemorySettings(soft_delete_retention_days=7)) as store:
         note = await store.create(alice, NoteCreate(title="Temporary", body="scratch"))
         keep = await store.create(alice, NoteCreate(title="Keep", body="scratch"))
         deleted = await store.delete(alice, note.id)
@@ -381,10 +380,10 @@ async def test_query_limit_is_bounded(store: SQLiteMemoryStore, alice: TrustedCo
 
 
 async def test_order_is_newest_update_then_id(
-    make_store: Callable[..., SQLiteMemoryStore], alice: TrustedContext
+    make_any_store: Callable[..., Any], alice: TrustedContext
 ) -> None:
     frozen = ManualClock()  # every record gets the same timestamp: ties fall to the id
-    async with make_store(clock=frozen) as store:
+    async with make_any_store(clock=frozen) as store:
         created = [
             await store.create(alice, NoteCreate(title="same words", body="same words")) for _ in range(4)
         ]
@@ -423,12 +422,12 @@ async def test_multilingual_search(store: SQLiteMemoryStore, alice: TrustedConte
 
 
 async def test_closed_store_and_naive_clock(
-    make_store: Callable[..., SQLiteMemoryStore], alice: TrustedContext
+    make_any_store: Callable[..., Any], alice: TrustedContext
 ) -> None:
-    store = make_store()
+    store = make_any_store()
     with pytest.raises(ConfigError, match="not open"):
         await store.list_records(alice, ListQuery())
-    naive = make_store("naive.sqlite3", clock=lambda: datetime(2026, 1, 1))
+    naive = make_any_store("naive.sqlite3", clock=lambda: datetime(2026, 1, 1))
     with pytest.raises(ConfigError, match="timezone-aware"):
         async with naive:
             pass
@@ -439,7 +438,7 @@ async def test_closed_store_and_naive_clock(
 async def test_fast_search_path_equals_full_query(
     make_store: Callable[..., SQLiteMemoryStore], alice: TrustedContext, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Ties across the candidate window, rare kinds and deleted rows: both paths give the same hits."""
+    """SQLite-only: compares SQLite's FTS5 candidate-window path with its full FTS5 query (PostgreSQL has neither; its ranking is checked against SQLite's in test_memory_search_cache). Ties across the candidate window, rare kinds and deleted rows: both paths give the same hits."""
     frozen = ManualClock()
     async with make_store(clock=frozen) as store:
         for index in range(150):
@@ -457,7 +456,7 @@ async def test_fast_search_path_equals_full_query(
             SearchQuery(text="sync prep", status=["pending"], limit=3),
         ]
         fast = [await store.search_records(alice, query) for query in queries]
-        monkeypatch.setattr("simone.providers.memory._search._MAX_WINDOW", 0)
+        monkeypatch.setattr("simone.providers.memory.sqlite._search._MAX_WINDOW", 0)
         full = [await store.search_records(alice, query) for query in queries]
     assert fast == full
     assert len(fast[1]) == 100 and all(hit.record.deleted_at is None for hit in fast[1])

@@ -6,49 +6,43 @@ operation in its own ``BEGIN IMMEDIATE`` transaction with a busy timeout, so sev
 the same file without losing anything. Lexical search is FTS5 over the shared analysis's terms (see
 :mod:`simone.providers.memory._terms`), ranked by ``bm25()`` with the title weighted 3, filtered by scope in
 SQL, ties broken by the newest update, then the id. Searches are answered from per-scope in-memory
-postings that reproduce ``bm25()`` bit for bit (:mod:`simone.providers.memory._cache`; kept fresh by a
-change log every writer fills), and by FTS5 itself while a scope is changing a lot or does not fit
+postings that reproduce ``bm25()`` bit for bit (:mod:`simone.providers.memory.sqlite._cache`; kept fresh
+by a change log every writer fills), and by FTS5 itself while a scope is changing a lot or does not fit
 (``memory.search_cache_postings``).
 
-The store is assembled from one mixin per concern, all built on the connection core:
-:mod:`~simone.providers.memory._connection` (open, close, transactions, error translation),
-:mod:`~simone.providers.memory._access` (row steps every operation shares),
-:mod:`~simone.providers.memory._editing` (create, update, complete),
-:mod:`~simone.providers.memory._checklists` (checklist items),
-:mod:`~simone.providers.memory._retention` (delete, restore, purge),
-:mod:`~simone.providers.memory._search` (get, list, BM25 search),
-:mod:`~simone.providers.memory._vectors` (the semantic leg),
-:mod:`~simone.providers.memory._sessions` (turns and summaries) and
-:mod:`~simone.providers.memory._transfer` (export and import); row layout in
-:mod:`~simone.providers.memory._rows`.
+The SQLite pieces: :mod:`~simone.providers.memory.sqlite._connection` (open, close, transactions, error
+translation), :mod:`~simone.providers.memory.sqlite._schema` (tables and migrations),
+:mod:`~simone.providers.memory.sqlite._search` and :mod:`~simone.providers.memory.sqlite._sessions`
+(FTS5 search), :mod:`~simone.providers.memory.sqlite._cache` (in-memory postings). The operations
+themselves are backend-neutral (:mod:`simone.providers.memory._core`).
 """
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 from typing import Any
 
 from simone.providers.memory._checklists import ChecklistItems
+from simone.providers.memory._core import DB
 from simone.providers.memory._editing import RecordEditing
 from simone.providers.memory._retention import RecordRetention
-from simone.providers.memory._search import RecordSearch
-from simone.providers.memory._sessions import SessionMemory
 from simone.providers.memory._transfer import MemoryTransfer
 from simone.providers.memory._vectors import VectorMemory
-from simone.runtime import (
-    MemorySettings,
-    Settings,
-)
+from simone.providers.memory.sqlite._cache import prune_changes
+from simone.providers.memory.sqlite._search import RecordSearch
+from simone.providers.memory.sqlite._sessions import SQLiteSessionSearch
+from simone.runtime import Settings
 from simone.runtime.text import Analyzer
 
 
 class SQLiteMemoryStore(
+    RecordSearch,
+    SQLiteSessionSearch,
     RecordEditing,
     ChecklistItems,
     RecordRetention,
-    RecordSearch,
     VectorMemory,
-    SessionMemory,
     MemoryTransfer,
 ):
     """Structured and session memory in one SQLite file; implements ``MemoryStore`` and ``SessionStore``.
@@ -83,7 +77,8 @@ class SQLiteMemoryStore(
         """The database file."""
         return self._path
 
-    @property
-    def settings(self) -> MemorySettings:
-        """The limits this store enforces."""
-        return self._settings
+    _integrity_errors = (sqlite3.IntegrityError,)
+
+    def _after_bulk_import(self, db: DB) -> None:
+        db.execute("INSERT INTO records_fts (records_fts) VALUES ('optimize')")
+        prune_changes(db)

@@ -1,4 +1,4 @@
-"""The connection under :class:`SQLiteMemoryStore`, and the plumbing every part of it shares.
+"""The SQLite connection under :class:`SQLiteMemoryStore`: open, close, transactions, error translation.
 
 One connection per store, used by one worker thread at a time (an anyio ``CapacityLimiter`` of one, and a
 lock for the synchronous paths), WAL journal, ``synchronous=NORMAL``, a busy timeout, and every operation
@@ -12,33 +12,27 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
 import anyio
-from simone.providers.memory._cache import SearchCache, prune_changes
-from simone.providers.memory._clock import Clock, IdGenerator, random_ids, system_clock
-from simone.providers.memory._models import MemoryRecord
-from simone.providers.memory._records import index_text
-from simone.providers.memory._rows import SELECT_RECORD, record_from_row, to_us
-from simone.providers.memory._schema import migrate
-from simone.providers.memory._scope import scope_signature, visible_signatures
-from simone.providers.memory._terms import (
-    TermAnalyzer,
-    analyzer_fingerprint,
-    default_term_analyzer,
-    fts_document,
-)
-from simone.runtime import ConfigError, InvalidRequest, MemorySettings, ProviderUnavailable, TrustedContext
+from simone.providers.memory._clock import Clock, IdGenerator
+from simone.providers.memory._core import DB, StoreCore
+from simone.providers.memory._scope import visible_signatures
+from simone.providers.memory._terms import TermAnalyzer, analyzer_fingerprint, default_term_analyzer
+from simone.providers.memory.sqlite._cache import SearchCache, prune_changes
+from simone.providers.memory.sqlite._schema import migrate
+from simone.runtime import ConfigError, MemorySettings, ProviderUnavailable, TrustedContext
 
 T = TypeVar("T")
 
 
-class StoreCore:
-    """State, life cycle and transactions of the memory database (see :class:`SQLiteMemoryStore`)."""
+class SQLiteCore(StoreCore):
+    """Life cycle and transactions of the SQLite memory database (see :class:`SQLiteMemoryStore`)."""
+
+    backend = "sqlite"
 
     def __init__(
         self,
@@ -54,14 +48,16 @@ class StoreCore:
     ) -> None:
         if str(path) in ("", ":memory:"):
             raise ConfigError("memory needs a file path (several connections must see one database)")
+        super().__init__(
+            settings=settings,
+            analyzer=analyzer,
+            clock=clock,
+            ids=ids,
+            purge_on_open=purge_on_open,
+            analyzer_key=analyzer_key,
+        )
         self._path = Path(path).expanduser()
-        self._settings = settings or MemorySettings()
-        self._analyzer = analyzer
-        self._clock: Clock = clock or system_clock
-        self._ids: IdGenerator = ids or random_ids
         self._limiter = limiter or anyio.CapacityLimiter(1)
-        self._purge_on_open = purge_on_open
-        self._analyzer_key = analyzer_key
         self._db: sqlite3.Connection | None = None
         self._lock = threading.Lock()
         self._cache = SearchCache(self._settings.search_cache_postings)
@@ -133,17 +129,6 @@ class StoreCore:
                 self._reindex(db)
             db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('analyzer', ?)", (fingerprint,))
 
-    def _reindex(self, db: sqlite3.Connection) -> None:
-        """Re-analyse every record and turn (the analysis changed since they were written)."""
-        for row in db.execute(f"SELECT {SELECT_RECORD} FROM records r").fetchall():
-            title, body = self._fts(db, record_from_row(row))
-            db.execute(
-                "UPDATE records SET fts_title = ?, fts_body = ? WHERE rowid = ?", (title, body, row["rowid"])
-            )
-        for rowid, content, signature in db.execute("SELECT rowid, content, scope_sig FROM turns").fetchall():
-            terms = self._terms(content, self._scope_number(db, signature))
-            db.execute("UPDATE turns SET fts_body = ? WHERE rowid = ?", (terms, rowid))
-
     def _close_sync(self) -> None:
         with self._lock:
             if self._db is not None:
@@ -182,7 +167,7 @@ class StoreCore:
             provider="memory",
         )
 
-    def _write(self, function: Callable[[sqlite3.Connection], T]) -> T:
+    def _write(self, function: Callable[[DB], T]) -> T:
         db = self._db
         assert db is not None
         db.execute("BEGIN IMMEDIATE")
@@ -196,42 +181,9 @@ class StoreCore:
             if not committed and db.in_transaction:
                 db.execute("ROLLBACK")
 
-    def _read(self) -> sqlite3.Connection:
+    def _read(self) -> DB:
         assert self._db is not None
         return self._db
-
-    def _now(self) -> datetime:
-        now = self._clock()
-        if now.tzinfo is None:
-            raise ConfigError("the memory clock must return timezone-aware datetimes")
-        return now.astimezone(UTC)
-
-    def _terms(self, text: str, scope_number: int) -> str:
-        assert self._analyzer is not None
-        return fts_document(self._analyzer.terms(text), scope_number)
-
-    def _fts(self, db: sqlite3.Connection, record: MemoryRecord) -> tuple[str, str]:
-        title, body = index_text(record)
-        number = self._scope_number(db, scope_signature(record.scope))
-        return self._terms(title, number), self._terms(body, number)
-
-    @staticmethod
-    def _scope_number(db: sqlite3.Connection, signature: str) -> int:
-        """The number of a scope signature (created inside the caller's write transaction)."""
-        row = db.execute("SELECT n FROM scopes WHERE sig = ?", (signature,)).fetchone()
-        if row is not None:
-            return int(row[0])
-        cursor = db.execute("INSERT INTO scopes (sig) VALUES (?)", (signature,))
-        assert cursor.lastrowid is not None
-        return int(cursor.lastrowid)
-
-    @staticmethod
-    def _visible_numbers(db: sqlite3.Connection, context: TrustedContext) -> list[int]:
-        """The numbers of the scopes that exist and are visible to ``context``."""
-        signatures = visible_signatures(context)
-        marks = ", ".join("?" for _ in signatures)
-        rows = db.execute(f"SELECT n FROM scopes WHERE sig IN ({marks}) ORDER BY n", signatures)
-        return [int(row[0]) for row in rows.fetchall()]
 
     @staticmethod
     def _visible_scopes(db: sqlite3.Connection, context: TrustedContext) -> list[tuple[int, str, int]]:
@@ -241,35 +193,11 @@ class StoreCore:
         rows = db.execute(f"SELECT n, sig, epoch FROM scopes WHERE sig IN ({marks}) ORDER BY n", signatures)
         return [(int(n), str(sig), int(epoch)) for n, sig, epoch in rows.fetchall()]
 
-    # -- checks and retention --------------------------------------------------------------------------
+    def _tag_condition(self, alias: str) -> str:
+        return f"EXISTS (SELECT 1 FROM json_each({alias}.tags) WHERE json_each.value = ?)"
 
-    def _check_body(self, text: str, what: str) -> None:
-        limit = self._settings.max_body_chars
-        if len(text) > limit:
-            raise InvalidRequest(
-                f"the {what} has {len(text):,} characters; memory keeps at most {limit:,} "
-                "(memory.max_body_chars). Store a summary and keep the full text in a document instead."
-            )
-
-    def _check_limit(self, limit: int) -> None:
-        if limit > self._settings.max_query_limit:
-            raise InvalidRequest(
-                f"limit {limit} is above memory.max_query_limit ({self._settings.max_query_limit}); "
-                "ask for fewer records or page with offset"
-            )
-
-    def _purge_sync(self) -> int:
-        """Hard-delete records soft-deleted before the retention period (on open, and on demand)."""
-        cutoff = self._now() - timedelta(days=self._settings.soft_delete_retention_days)
-
-        def transaction(db: sqlite3.Connection) -> int:
-            cursor = db.execute(
-                "DELETE FROM records WHERE deleted_us IS NOT NULL AND deleted_us <= ?", (to_us(cutoff),)
-            )
-            prune_changes(db)
-            return cursor.rowcount
-
-        return self._write(transaction)
+    def _after_purge(self, db: DB) -> None:
+        prune_changes(db)
 
 
 def _wal(db: sqlite3.Connection, timeout_s: float) -> None:

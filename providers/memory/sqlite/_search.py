@@ -1,4 +1,4 @@
-"""Finding records: by id, by filters (``list_records``), and by BM25 (``search_records``).
+"""BM25 search of records in SQLite (``search_records``).
 
 Searches are answered from per-scope in-memory postings that reproduce FTS5's ``bm25()`` bit for bit
 (:mod:`simone.providers.memory._cache`), or by FTS5 itself while a scope is changing a lot or does not
@@ -13,56 +13,26 @@ import sqlite3
 from typing import Any
 
 import numpy as np
-from simone.providers.memory._access import RecordAccess
-from simone.providers.memory._cache import (
+from simone.providers.memory._lookup import RecordLookup
+from simone.providers.memory._models import SearchHit, SearchQuery
+from simone.providers.memory._rows import SELECT_RECORD, record_from_row
+from simone.providers.memory._terms import MAX_QUERY_TERMS, fts_query, fts_token
+from simone.providers.memory.sqlite._cache import (
     BM25_CALL,
     ScopeIndex,
     SearchCacheInfo,
     fts_totals,
     score as memory_scores,
 )
-from simone.providers.memory._models import ListQuery, MemoryRecord, SearchHit, SearchQuery
-from simone.providers.memory._rows import SELECT_RECORD, record_from_row
-from simone.providers.memory._terms import MAX_QUERY_TERMS, fts_query, fts_token
+from simone.providers.memory.sqlite._connection import SQLiteCore
 from simone.runtime import TrustedContext
 
 _MAX_WINDOW = 4096
 """The largest candidate window of the fast search path before the full query takes over."""
 
 
-class RecordSearch(RecordAccess):
-    """Get, list and BM25 search of records."""
-
-    async def get(
-        self, context: TrustedContext, record_id: str, *, include_deleted: bool = False
-    ) -> MemoryRecord:
-        """One visible record by id (a soft-deleted one only with ``include_deleted``)."""
-        return await self._run(self._get_sync, context, record_id, include_deleted)
-
-    def _get_sync(self, context: TrustedContext, record_id: str, include_deleted: bool) -> MemoryRecord:
-        return self._fetch(self._read(), context, record_id, include_deleted=include_deleted)[1]
-
-    async def list_records(self, context: TrustedContext, query: ListQuery) -> list[MemoryRecord]:
-        """Visible records, newest update first, ties by id (current facts only unless asked)."""
-        self._check_limit(query.limit)
-        return await self._run(self._list_sync, context, query)
-
-    def _list_sync(self, context: TrustedContext, query: ListQuery) -> list[MemoryRecord]:
-        condition, params = self._filters(
-            context,
-            kinds=query.kinds,
-            status=query.status,
-            tags=query.tags,
-            include_deleted=query.include_deleted,
-            include_inactive_facts=query.include_inactive_facts,
-            now=self._now(),
-        )
-        rows = self._read().execute(
-            f"SELECT {SELECT_RECORD} FROM records r WHERE {condition} "
-            "ORDER BY r.updated_us DESC, r.id LIMIT ? OFFSET ?",
-            (*params, query.limit, query.offset),
-        )
-        return [record_from_row(row) for row in rows.fetchall()]
+class RecordSearch(SQLiteCore, RecordLookup):
+    """BM25 search of records with FTS5 and the in-memory postings."""
 
     async def search_records(self, context: TrustedContext, query: SearchQuery) -> list[SearchHit]:
         """BM25 over analysed title (x3) and body; only records sharing a term with the query."""
