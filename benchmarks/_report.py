@@ -747,6 +747,40 @@ def memory_speed(data: Mapping[str, Any]) -> list[Row]:
             rows.append(
                 row(name, section, f"memory inserts/s, {label}", insert[key], unit="rec/s", better="higher")
             )
+    sqlite_p95 = {entry["records"]: entry["p95_ms"] for entry in data["rows"]}
+    for entry in data.get("postgres") or []:
+        records = entry["records"]
+        target = (
+            Target("ours", "<=", threshold, f"≤ {fmt(threshold)} ms", issue=17)
+            if records >= 100_000
+            else None
+        )
+        rows.append(
+            row(
+                name,
+                section,
+                f"memory query p95 on PostgreSQL at {records:,} records",
+                entry["p95_ms"],
+                unit="ms",
+                peer_name="SQLite, same records",
+                peer=sqlite_p95.get(records),
+                better="lower",
+                target=target,
+                note=f"overlap@10 with SQLite {fmt(entry.get('overlap_at_10_vs_sqlite'))}",
+            )
+        )
+        for key, label in (("create_per_s", "one transaction per record"), ("import_per_s", "bulk import")):
+            if entry.get(key):  # a size reached without that kind of write has none
+                rows.append(
+                    row(
+                        name,
+                        section,
+                        f"PostgreSQL inserts/s at {records:,} records, {label}",
+                        entry[key],
+                        unit="rec/s",
+                        better="higher",
+                    )
+                )
     return rows
 
 

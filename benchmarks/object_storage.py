@@ -220,7 +220,27 @@ async def main(args: argparse.Namespace) -> None:
         )
     print(f"  first hybrid query on a freshly opened S3 store: {payload['s3_first_query_ms']} ms")
     payload["peak_rss_mb"] = round(peak_rss_mb(), 1)
+    payload["summary"] = report_rows(payload)
     print(f"wrote {save('object_storage', payload)}")
+
+
+def report_rows(payload: dict[str, Any]) -> list[dict[str, Any]]:
+    """Report rows (benchmarks/_report.py's generic shape): each mode's S3 p50/p95 beside the local folder's."""
+    rows = []
+    for mode, entry in payload["latency"].items():
+        for stat in ("p50", "p95"):
+            rows.append(
+                {
+                    "section": "Speed — object storage",
+                    "metric": f"{mode} query {stat} from S3 at {payload['rows']:,} chunks (ms)",
+                    "ours": entry["s3"][f"{stat}_ms"],
+                    "peer_name": "the same collection in a local folder",
+                    "peer": entry["local"][f"{stat}_ms"],
+                    "better": "lower",
+                    "note": f"S3 = {payload['s3']}; query embedding included",
+                }
+            )
+    return rows
 
 
 def parse_args() -> argparse.Namespace:
