@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -58,9 +58,30 @@ class Counting:
         return await self.inner.embed(texts, kind=kind)  # type: ignore[no-any-return]
 
 
+_STORE: dict[str, Any] = {}
+"""Where this module's indexes live: a local folder, or the S3 bucket of the running parametrisation."""
+
+
+@pytest.fixture(params=["local", "s3"], autouse=True)
+def backend(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Every test of this suite runs on a local folder and on an S3 server (moto, on loopback)."""
+    _STORE.clear()
+    if request.param == "s3":
+        s3 = request.getfixturevalue("s3_index")
+        _STORE.update(uri=s3.uri, storage_options=s3.storage_options)
+    yield request.param
+    _STORE.clear()
+
+
+def _store(tmp_path: Path) -> DocumentStore:
+    if _STORE:
+        return DocumentStore(_STORE["uri"], _STORE["storage_options"])
+    return DocumentStore(tmp_path / "index")
+
+
 def _index(tmp_path: Path, chain: EmbeddingChain, **kwargs: Any) -> DocumentIndex:
     settings = kwargs.pop("settings", IndexSettings())
-    return DocumentIndex(DocumentStore(tmp_path / "index"), chain, settings=settings, **kwargs)
+    return DocumentIndex(_store(tmp_path), chain, settings=settings, **kwargs)
 
 
 def _many_notes(tmp_path: Path, count: int) -> Path:
@@ -271,7 +292,10 @@ def test_a_collection_of_another_space_or_dimension_is_refused(tmp_path: Path, t
         # A table that simone did not make (here: 768-dimensional vectors, no recorded space).
         import lancedb
 
-        db = await lancedb.connect_async(str(tmp_path / "index"))
+        if _STORE:
+            db = await lancedb.connect_async(_STORE["uri"], storage_options=_STORE["storage_options"])
+        else:
+            db = await lancedb.connect_async(str(tmp_path / "index"))
         schema = pa.schema([pa.field("id", pa.string()), pa.field("vector", pa.list_(pa.float32(), 768))])
         await db.create_table("foreign", schema=schema)
         with pytest.raises(EmbeddingSpaceMismatch, match="records no embedding space"):
