@@ -12,4 +12,9 @@ import os
 
 os.environ.setdefault("SIMONE_EMBEDDINGS__ONNX_VARIANT", "reference")
 
-pytest_plugins = ["tests.servers_postgres", "tests.servers_redis", "tests.servers_s3"]
+pytest_plugins = [
+    "tests.providers.web.hostile",
+    "tests.servers_postgres",
+    "tests.servers_redis",
+    "tests.servers_s3",
+]

@@ -1,10 +1,6 @@
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
 import pytest
 from simone.providers.testing import LoopbackWeb, add_fixture_site
@@ -36,23 +32,3 @@ def policy() -> FetchPolicy:
         max_bytes=256 * 1024,
         max_redirects=3,
     )
-
-
-def load_hostile() -> Any:
-    """``tests/providers/web/hostile.py`` as a module (the tests folder is no package)."""
-    name = "_simone_tests_hostile_web"
-    if name not in sys.modules:
-        path = Path(__file__).resolve().parents[2] / "providers" / "web" / "hostile.py"
-        spec = importlib.util.spec_from_file_location(name, path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-@pytest.fixture
-def hostile() -> Iterator[Any]:
-    """A raw-socket server on 127.0.0.1 serving every hostile kind at ``/<kind>``."""
-    with load_hostile().HostileWeb() as server:
-        yield server

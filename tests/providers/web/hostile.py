@@ -11,8 +11,10 @@ from __future__ import annotations
 import socket
 import struct
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Self
+
+import pytest
 
 Behaviour = Callable[[socket.socket, threading.Event], None]
 
@@ -167,3 +169,11 @@ class HostileWeb:
                 behaviour(conn, self._stop)
             except OSError:
                 return
+
+
+@pytest.fixture
+def hostile() -> Iterator[HostileWeb]:
+    """A raw-socket server on 127.0.0.1 serving every hostile kind at ``/<kind>`` (a pytest plugin:
+    ``tests/conftest.py`` registers this module for the web and research tests)."""
+    with HostileWeb() as server:
+        yield server
