@@ -1,7 +1,7 @@
 """What object storage costs per query: one collection in a local folder and on an S3 server, one run.
 
 Usage: python benchmarks/object_storage.py [DATA_DIR] [--docs N] [--rows N] [--queries N] [--ann]
-                                           [--endpoint URL --bucket NAME]
+                                           [--modes hybrid,...] [--endpoint URL --bucket NAME]
 
 DATA_DIR defaults to ../shared/data. In one run:
 
@@ -186,7 +186,8 @@ async def main(args: argparse.Namespace) -> None:
             started = time.perf_counter()
             await latencies(on_s3, queries[:1], SearchMode.HYBRID)
             payload["s3_first_query_ms"] = round((time.perf_counter() - started) * 1000, 1)
-            for mode in SearchMode:
+            for mode in args.modes:
+                print(f"  querying: {mode.value}", file=sys.stderr)
                 for index in (on_disk, on_s3):  # warm-up: open files, load the indexes' caches
                     await latencies(index, queries[:10], mode)
                 # Interleaved in blocks, so a noisy neighbour hurts both sides alike.
@@ -251,6 +252,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--queries", type=int, default=200, help="queries per mode and side")
     parser.add_argument(
         "--ann", action="store_true", help="build the IVF_FLAT index on both (below 50k rows too)"
+    )
+    parser.add_argument(
+        "--modes",
+        type=lambda text: [SearchMode(part.strip()) for part in text.split(",")],
+        default=list(SearchMode),
+        help="comma-separated search modes to time (all by default): lexical,semantic,hybrid",
     )
     parser.add_argument("--endpoint", help="an S3-compatible endpoint instead of moto (needs --bucket)")
     parser.add_argument("--bucket", help="an existing bucket at --endpoint")
