@@ -35,30 +35,54 @@ class _Args(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-def _names(enum: type[StrEnum]) -> WithJsonSchema:
-    """A StrEnum field shown to models as an inline string enum (as a ``Literal`` would be)."""
+def _names(enum: type[StrEnum], description: str, *, nullable: bool = False) -> WithJsonSchema:
+    """A StrEnum field shown to models as an inline string enum (as a ``Literal`` would be), described."""
+    values: list[str | None] = [member.value for member in enum]
+    if nullable:
+        values.append(None)
     return WithJsonSchema(
-        {"enum": [member.value for member in enum], "title": enum.__name__, "type": "string"}
+        {
+            "enum": values,
+            "title": enum.__name__,
+            "type": ["string", "null"] if nullable else "string",
+            "description": description,
+        }
     )
 
 
 class RetrieveContextArgs(_Args):
     """Arguments of ``retrieve_context`` (the query's limit is ``router.max_query_chars``: see :func:`builtin_tools`)."""
 
-    query: Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS, description="what to look for")]
-    limit: Annotated[int, Field(ge=1, le=50, description="how many items to consider")] = 10
-    max_tokens: Annotated[int | None, Field(ge=1, description="evidence token budget")] = None
-    mode: SearchMode | None = None
+    query: Annotated[
+        str, Field(min_length=1, max_length=MAX_QUERY_CHARS, description="what to look for, in plain words")
+    ]
+    limit: Annotated[int, Field(ge=1, le=50, description="at most this many evidence items")] = 10
+    max_tokens: Annotated[
+        int | None, Field(ge=1, description="cap on the evidence's tokens (default: the session's budget)")
+    ] = None
+    mode: Annotated[
+        SearchMode | None,
+        _names(
+            SearchMode,
+            "lexical (words), semantic (meaning) or hybrid (both); default: each provider's own",
+            nullable=True,
+        ),
+    ] = None
     providers: Annotated[
-        list[str] | None, Field(description="explicit provider names (default: chosen by the policy)")
+        list[str] | None,
+        Field(
+            description="ask only these providers, by name (e.g. documents, memory); default: the policy picks"
+        ),
     ] = None
 
 
 class RetrieveMemoryArgs(_Args):
     """Arguments of ``retrieve_memory``."""
 
-    query: Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)]
-    limit: Annotated[int, Field(ge=1, le=50)] = 10
+    query: Annotated[
+        str, Field(min_length=1, max_length=MAX_QUERY_CHARS, description="what to look for, in plain words")
+    ]
+    limit: Annotated[int, Field(ge=1, le=50, description="at most this many evidence items")] = 10
 
 
 class ResearchArgs(_Args):
@@ -67,10 +91,19 @@ class ResearchArgs(_Args):
     question: Annotated[
         str, Field(min_length=1, max_length=MAX_QUESTION_CHARS, description="the question to research")
     ]
-    depth: Annotated[Depth, _names(Depth)] = Depth.STANDARD
-    freshness: Annotated[Freshness, _names(Freshness)] = Freshness.AUTO
-    max_queries: Annotated[int | None, Field(ge=0, description="at most this many searches")] = None
-    max_fetches: Annotated[int | None, Field(ge=0, description="at most this many page fetches")] = None
+    depth: Annotated[
+        Depth, _names(Depth, "how much work: basic, standard or deep (more searches and pages)")
+    ] = Depth.STANDARD
+    freshness: Annotated[
+        Freshness,
+        _names(Freshness, "cache use: auto (fresh enough), fresh (refetch) or cached (accept stale pages)"),
+    ] = Freshness.AUTO
+    max_queries: Annotated[
+        int | None, Field(ge=0, description="at most this many web searches (default: the depth's)")
+    ] = None
+    max_fetches: Annotated[
+        int | None, Field(ge=0, description="at most this many page fetches (default: the depth's)")
+    ] = None
 
 
 QueryArgsT = TypeVar("QueryArgsT", RetrieveContextArgs, RetrieveMemoryArgs)

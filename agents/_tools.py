@@ -123,9 +123,15 @@ class Tool(Generic[ArgsT]):
     group: str | None = None
 
     def spec(self) -> ToolSpec:
-        """The tool as a model sees it."""
-        schema = self.args.model_json_schema()
-        schema.pop("title", None)
+        """The tool as a model sees it: its arguments' JSON schema without the ``title`` annotations.
+
+        pydantic titles every schema after its field or class (``"title": "Query"`` beside the property
+        ``query``); they repeat the names a model already reads and carry nothing the descriptions do not,
+        so they are dropped (validation is unchanged: a title is an annotation). So is the argument
+        model's own docstring at the top: the tool's description is what a model reads about the tool.
+        """
+        schema = compact_schema(self.args.model_json_schema())
+        schema.pop("description", None)
         return ToolSpec(name=self.name, description=self.description, parameters=schema)
 
 
@@ -242,6 +248,49 @@ class ToolRegistry:
         tool = self.check(profile, tool_context.context, name)
         args = self.parse(tool, arguments)
         return await tool.handler(tool_context, args)
+
+
+_SCHEMA_MAPS = frozenset({"properties", "$defs", "definitions", "patternProperties", "dependentSchemas"})
+"""Keywords whose value maps names (a property called ``title``, say) to subschemas."""
+_SCHEMA_ONE = frozenset(
+    {
+        "items",
+        "additionalProperties",
+        "not",
+        "if",
+        "then",
+        "else",
+        "contains",
+        "propertyNames",
+        "unevaluatedItems",
+    }
+)
+_SCHEMA_LIST = frozenset({"anyOf", "oneOf", "allOf", "prefixItems"})
+
+
+def compact_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """``schema`` (a JSON schema) without ``title`` annotations, at any depth; everything else kept.
+
+    Only keywords that hold subschemas are walked, so data such as ``default``, ``enum`` or ``const``
+    values, and properties that happen to be called ``title``, are left as they are.
+    """
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "title":
+            continue
+        if key in _SCHEMA_MAPS and isinstance(value, Mapping):
+            out[key] = {name: _subschema(sub) for name, sub in value.items()}
+        elif key in _SCHEMA_ONE:
+            out[key] = _subschema(value)
+        elif key in _SCHEMA_LIST and isinstance(value, list):
+            out[key] = [_subschema(sub) for sub in value]
+        else:
+            out[key] = value
+    return out
+
+
+def _subschema(value: Any) -> Any:
+    return compact_schema(value) if isinstance(value, Mapping) else value
 
 
 def _scope_keys(value: object, depth: int = 0) -> set[str]:

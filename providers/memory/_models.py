@@ -205,13 +205,13 @@ def _unique_tags(tags: list[str] | None) -> list[str] | None:
 class ChecklistItemSpec(MemoryArgs):
     """An item to create, with optional nested children."""
 
-    text: Title
-    status: ItemStatus = ItemStatus.PENDING
-    children: list[ChecklistItemSpec] = Field(default_factory=list)
+    text: Annotated[Title, Field(description="the text of the item")]
+    status: Annotated[ItemStatus, Field(description="the state of the item")] = ItemStatus.PENDING
+    children: list[ChecklistItemSpec] = Field(default_factory=list, description="nested sub-items, in order")
 
 
 class _Tagged(MemoryArgs):
-    tags: list[Tag] = Field(default_factory=list)
+    tags: list[Tag] = Field(default_factory=list, description="labels (no spaces) to find the record by")
 
     _tags = field_validator("tags")(_unique_tags)
 
@@ -219,20 +219,20 @@ class _Tagged(MemoryArgs):
 class NoteCreate(_Tagged):
     """A new note."""
 
-    kind: Literal["note"] = "note"
-    title: Title
-    body: Body = ""
+    kind: Annotated[Literal["note"], Field(description='always "note"')] = "note"
+    title: Annotated[Title, Field(description="a short title")]
+    body: Annotated[Body, Field(description="free text (Markdown allowed)")] = ""
 
 
 class TodoCreate(_Tagged):
     """A new todo."""
 
-    kind: Literal["todo"] = "todo"
-    title: Title
-    body: Body = ""
-    status: TodoStatus = TodoStatus.PENDING
-    priority: Priority = Priority.NORMAL
-    due_at: datetime | None = None
+    kind: Annotated[Literal["todo"], Field(description='always "todo"')] = "todo"
+    title: Annotated[Title, Field(description="a short title")]
+    body: Annotated[Body, Field(description="free text (Markdown allowed)")] = ""
+    status: Annotated[TodoStatus, Field(description="where the todo stands")] = TodoStatus.PENDING
+    priority: Annotated[Priority, Field(description="how urgent it is")] = Priority.NORMAL
+    due_at: Annotated[datetime | None, Field(description="when it is due (ISO 8601 with a timezone)")] = None
 
     _due = field_validator("due_at")(_utc)
 
@@ -240,10 +240,10 @@ class TodoCreate(_Tagged):
 class ChecklistCreate(_Tagged):
     """A new checklist with its ordered (possibly nested) items."""
 
-    kind: Literal["checklist"] = "checklist"
-    title: Title
-    body: Body = ""
-    items: list[ChecklistItemSpec] = Field(default_factory=list)
+    kind: Annotated[Literal["checklist"], Field(description='always "checklist"')] = "checklist"
+    title: Annotated[Title, Field(description="a short title")]
+    body: Annotated[Body, Field(description="free text (Markdown allowed)")] = ""
+    items: list[ChecklistItemSpec] = Field(default_factory=list, description="the items, in order")
 
 
 class FactCreate(_Tagged):
@@ -253,15 +253,21 @@ class FactCreate(_Tagged):
     made valid until this one's ``valid_from``.
     """
 
-    kind: Literal["fact"] = "fact"
-    subject: Title
-    predicate: Title
-    object: Body
-    source: Annotated[str, Field(max_length=2048)] | None = None
-    confidence: Annotated[float, Field(ge=0.0, le=1.0)] = 1.0
-    valid_from: datetime | None = None
-    valid_until: datetime | None = None
-    supersedes: RecordId | None = None
+    kind: Annotated[Literal["fact"], Field(description='always "fact"')] = "fact"
+    subject: Annotated[Title, Field(description="what the fact is about")]
+    predicate: Annotated[Title, Field(description="the relation (e.g. works_at, prefers)")]
+    object: Annotated[Body, Field(description="the value the subject has for the predicate")]
+    source: Annotated[str, Field(max_length=2048)] | None = Field(
+        default=None, description="where the fact comes from (URL, document, person)"
+    )
+    confidence: Annotated[float, Field(ge=0.0, le=1.0)] = Field(default=1.0, description="how sure, 0 to 1")
+    valid_from: Annotated[
+        datetime | None, Field(description="true from (ISO 8601 with a timezone; default now)")
+    ] = None
+    valid_until: Annotated[datetime | None, Field(description="true until (ISO 8601 with a timezone)")] = None
+    supersedes: Annotated[
+        RecordId | None, Field(description="the id of a current fact this one replaces")
+    ] = None
 
     _times = field_validator("valid_from", "valid_until")(_utc)
 
@@ -275,13 +281,15 @@ class FactCreate(_Tagged):
 class TaskStateCreate(_Tagged):
     """A new task state: a named piece of work, its phase, progress and checkpoint data."""
 
-    kind: Literal["task_state"] = "task_state"
-    name: Title
-    body: Body = ""
-    phase: Annotated[str, Field(max_length=128)] = "started"
-    status: TodoStatus = TodoStatus.IN_PROGRESS
-    progress: Annotated[float, Field(ge=0.0, le=1.0)] = 0.0
-    checkpoint: dict[str, Any] = Field(default_factory=dict)
+    kind: Annotated[Literal["task_state"], Field(description='always "task_state"')] = "task_state"
+    name: Annotated[Title, Field(description="the name of the task")]
+    body: Annotated[Body, Field(description="free text (Markdown allowed)")] = ""
+    phase: Annotated[str, Field(max_length=128)] = Field(
+        default="started", description="the current phase, in a word or two"
+    )
+    status: Annotated[TodoStatus, Field(description="where the task stands")] = TodoStatus.IN_PROGRESS
+    progress: Annotated[float, Field(ge=0.0, le=1.0)] = Field(default=0.0, description="done so far, 0 to 1")
+    checkpoint: dict[str, Any] = Field(default_factory=dict, description="any JSON data to resume from")
 
 
 CreateSpec = Annotated[
@@ -293,8 +301,8 @@ CreateSpec = Annotated[
 class _Patch(MemoryArgs):
     """A partial update: only the fields that are set change (an explicit ``null`` clears)."""
 
-    id: RecordId
-    tags: list[Tag] | None = None
+    id: Annotated[RecordId, Field(description="the id of the record to change")]
+    tags: Annotated[list[Tag] | None, Field(description="replace the labels with these")] = None
 
     _tags = field_validator("tags")(_unique_tags)
 
@@ -302,21 +310,21 @@ class _Patch(MemoryArgs):
 class NoteUpdate(_Patch):
     """Change a note."""
 
-    kind: Literal["note"] = "note"
-    title: Title | None = None
-    body: Body | None = None
-    status: NoteStatus | None = None
+    kind: Annotated[Literal["note"], Field(description='always "note"')] = "note"
+    title: Annotated[Title | None, Field(description="a new title")] = None
+    body: Annotated[Body | None, Field(description="new free text (replaces the old)")] = None
+    status: Annotated[NoteStatus | None, Field(description="a new status")] = None
 
 
 class TodoUpdate(_Patch):
     """Change a todo."""
 
-    kind: Literal["todo"] = "todo"
-    title: Title | None = None
-    body: Body | None = None
-    status: TodoStatus | None = None
-    priority: Priority | None = None
-    due_at: datetime | None = None
+    kind: Annotated[Literal["todo"], Field(description='always "todo"')] = "todo"
+    title: Annotated[Title | None, Field(description="a new title")] = None
+    body: Annotated[Body | None, Field(description="new free text (replaces the old)")] = None
+    status: Annotated[TodoStatus | None, Field(description="a new status")] = None
+    priority: Annotated[Priority | None, Field(description="a new priority")] = None
+    due_at: Annotated[datetime | None, Field(description="when it is due (ISO 8601 with a timezone)")] = None
 
     _due = field_validator("due_at")(_utc)
 
@@ -324,18 +332,22 @@ class TodoUpdate(_Patch):
 class ChecklistUpdate(_Patch):
     """Change a checklist's title, body or tags (items have their own operations)."""
 
-    kind: Literal["checklist"] = "checklist"
-    title: Title | None = None
-    body: Body | None = None
+    kind: Annotated[Literal["checklist"], Field(description='always "checklist"')] = "checklist"
+    title: Annotated[Title | None, Field(description="a new title")] = None
+    body: Annotated[Body | None, Field(description="new free text (replaces the old)")] = None
 
 
 class FactUpdate(_Patch):
     """Change a fact's bookkeeping (to change what it states, create a fact that supersedes it)."""
 
-    kind: Literal["fact"] = "fact"
-    source: Annotated[str, Field(max_length=2048)] | None = None
-    confidence: Annotated[float, Field(ge=0.0, le=1.0)] | None = None
-    valid_until: datetime | None = None
+    kind: Annotated[Literal["fact"], Field(description='always "fact"')] = "fact"
+    source: Annotated[str, Field(max_length=2048)] | None = Field(
+        default=None, description="where the fact comes from (URL, document, person)"
+    )
+    confidence: Annotated[float, Field(ge=0.0, le=1.0)] | None = Field(
+        default=None, description="how sure, 0 to 1"
+    )
+    valid_until: Annotated[datetime | None, Field(description="true until (ISO 8601 with a timezone)")] = None
 
     _until = field_validator("valid_until")(_utc)
 
@@ -343,13 +355,17 @@ class FactUpdate(_Patch):
 class TaskStateUpdate(_Patch):
     """Move a task state on: phase, status, progress, checkpoint (replaced whole when given)."""
 
-    kind: Literal["task_state"] = "task_state"
-    name: Title | None = None
-    body: Body | None = None
-    phase: Annotated[str, Field(max_length=128)] | None = None
-    status: TodoStatus | None = None
-    progress: Annotated[float, Field(ge=0.0, le=1.0)] | None = None
-    checkpoint: dict[str, Any] | None = None
+    kind: Annotated[Literal["task_state"], Field(description='always "task_state"')] = "task_state"
+    name: Annotated[Title | None, Field(description="a new name")] = None
+    body: Annotated[Body | None, Field(description="new free text (replaces the old)")] = None
+    phase: Annotated[str, Field(max_length=128)] | None = Field(default=None, description="the new phase")
+    status: Annotated[TodoStatus | None, Field(description="a new status")] = None
+    progress: Annotated[float, Field(ge=0.0, le=1.0)] | None = Field(
+        default=None, description="done so far, 0 to 1"
+    )
+    checkpoint: Annotated[
+        dict[str, Any] | None, Field(description="JSON data to resume from (replaces the old)")
+    ] = None
 
 
 UpdateSpec = Annotated[
@@ -361,36 +377,44 @@ UpdateSpec = Annotated[
 class ItemAdd(MemoryArgs):
     """Add an item to a checklist, under ``parent_id`` (top level when absent) at ``position``."""
 
-    checklist_id: RecordId
-    text: Title
-    status: ItemStatus = ItemStatus.PENDING
-    parent_id: RecordId | None = None
-    position: Annotated[int, Field(ge=0)] | None = None
+    checklist_id: Annotated[RecordId, Field(description="the id of the checklist")]
+    text: Annotated[Title, Field(description="the text of the item")]
+    status: Annotated[ItemStatus, Field(description="the state of the item")] = ItemStatus.PENDING
+    parent_id: Annotated[
+        RecordId | None, Field(description="the id of the parent item (top level when absent)")
+    ] = None
+    position: Annotated[int, Field(ge=0)] | None = Field(
+        default=None, description="0-based place among its siblings (last when absent)"
+    )
 
 
 class ItemUpdate(MemoryArgs):
     """Change an item's text or status."""
 
-    checklist_id: RecordId
-    item_id: RecordId
-    text: Title | None = None
-    status: ItemStatus | None = None
+    checklist_id: Annotated[RecordId, Field(description="the id of the checklist")]
+    item_id: Annotated[RecordId, Field(description="the id of the item")]
+    text: Annotated[Title | None, Field(description="new text")] = None
+    status: Annotated[ItemStatus | None, Field(description="a new state")] = None
 
 
 class ItemMove(MemoryArgs):
     """Move an item (with its children) under ``parent_id`` (top level when absent) at ``position``."""
 
-    checklist_id: RecordId
-    item_id: RecordId
-    parent_id: RecordId | None = None
-    position: Annotated[int, Field(ge=0)] | None = None
+    checklist_id: Annotated[RecordId, Field(description="the id of the checklist")]
+    item_id: Annotated[RecordId, Field(description="the id of the item")]
+    parent_id: Annotated[
+        RecordId | None, Field(description="the id of the parent item (top level when absent)")
+    ] = None
+    position: Annotated[int, Field(ge=0)] | None = Field(
+        default=None, description="0-based place among its siblings (last when absent)"
+    )
 
 
 class ItemRemove(MemoryArgs):
     """Remove an item and its children."""
 
-    checklist_id: RecordId
-    item_id: RecordId
+    checklist_id: Annotated[RecordId, Field(description="the id of the checklist")]
+    item_id: Annotated[RecordId, Field(description="the id of the item")]
 
 
 class ListQuery(MemoryArgs):
@@ -398,7 +422,7 @@ class ListQuery(MemoryArgs):
 
     kinds: list[RecordKind] | None = None
     status: list[str] | None = None
-    tags: list[Tag] | None = None
+    tags: Annotated[list[Tag] | None, Field(description="replace the labels with these")] = None
     include_deleted: bool = False
     include_inactive_facts: bool = False
     limit: Annotated[int, Field(ge=1)] = 50
@@ -411,7 +435,7 @@ class SearchQuery(MemoryArgs):
     text: Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)]
     kinds: list[RecordKind] | None = None
     status: list[str] | None = None
-    tags: list[Tag] | None = None
+    tags: Annotated[list[Tag] | None, Field(description="replace the labels with these")] = None
     include_inactive_facts: bool = False
     limit: Annotated[int, Field(ge=1)] = 10
 

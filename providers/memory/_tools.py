@@ -54,24 +54,28 @@ ToolFunction = Callable[[MemoryStore, TrustedContext, Any], Awaitable[dict[str, 
 class RecordRef(MemoryArgs):
     """Names one record."""
 
-    id: RecordId
+    id: Annotated[RecordId, Field(description="the id of the record")]
 
 
 class ListArgs(MemoryArgs):
     """Which records of one kind to list (newest update first)."""
 
-    status: list[str] | None = None
-    tags: list[Annotated[str, Field(min_length=1, max_length=64)]] | None = None
+    status: list[str] | None = Field(default=None, description="only records in one of these statuses")
+    tags: list[Annotated[str, Field(min_length=1, max_length=64)]] | None = Field(
+        default=None, description="only records carrying all of these tags"
+    )
     include_inactive: bool = Field(default=False, description="facts: also superseded and retired ones")
-    limit: Annotated[int, Field(ge=1, le=200)] = 20
-    offset: Annotated[int, Field(ge=0)] = 0
+    limit: Annotated[int, Field(ge=1, le=200)] = Field(default=20, description="at most this many records")
+    offset: Annotated[int, Field(ge=0)] = Field(default=0, description="skip this many (for paging)")
 
 
 class SearchArgs(MemoryArgs):
     """A lexical search within one kind."""
 
-    query: Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)]
-    limit: Annotated[int, Field(ge=1, le=200)] = 10
+    query: Annotated[
+        str, Field(min_length=1, max_length=MAX_QUERY_CHARS, description="the words to look for")
+    ]
+    limit: Annotated[int, Field(ge=1, le=200)] = Field(default=10, description="at most this many hits")
 
 
 def _record(record: MemoryRecord) -> dict[str, Any]:

@@ -42,6 +42,7 @@ def test_research_args_show_depth_and_freshness_as_plain_enums() -> None:
     properties = ResearchArgs.model_json_schema()["properties"]
     assert properties["depth"] == {
         "default": "standard",
+        "description": "how much work: basic, standard or deep (more searches and pages)",
         "enum": ["basic", "standard", "deep"],
         "title": "Depth",
         "type": "string",
