@@ -40,6 +40,7 @@ from simone.runtime._errors import (
     ProviderUnavailable,
     RateLimited,
 )
+from simone.runtime.tracing import embedding_span
 
 #: The text embedded by :meth:`EmbeddingChain.select_space` to see whether an embedder answers.
 PROBE_TEXT = "simone embedding probe"
@@ -360,7 +361,9 @@ class EmbeddingChain:
                     retry_after_s=left,
                 )
             del self._cooling[id(embedder)]
-        vectors = await embedder.embed(texts, kind=kind)
+        space = embedder.space
+        with embedding_span(space.model, provider=space.provider, inputs=len(texts), purpose=kind):
+            vectors = await embedder.embed(texts, kind=kind)
         return validate_vectors(vectors, count=len(texts), space=embedder.space, source=_describe(embedder))
 
     def _failed(self, embedder: Embedder, exc: Exception) -> ProviderError:

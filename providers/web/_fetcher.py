@@ -44,6 +44,7 @@ import anyio
 import httpx
 from simone.providers.web._types import FetchedPage, FetchError, scrub_surrogates
 from simone.runtime import ConfigError, WebSettings
+from simone.runtime.tracing import fetch_span
 
 Resolver = Callable[[str, int], Awaitable[Sequence[str]]]
 """Resolves ``(host, port)`` to IP address strings. Injectable so tests can fake DNS answers."""
@@ -465,7 +466,7 @@ class SafeFetcher:
             self.stats.peak_concurrency = max(self.stats.peak_concurrency, self.stats.in_flight)
             started = time.perf_counter()
             try:
-                with anyio.fail_after(limit):
+                with fetch_span(url) as span, anyio.fail_after(limit):
                     if self.policy.respect_robots:
                         await self._check_robots(client, target)
                     page = await self._follow(
@@ -476,6 +477,7 @@ class SafeFetcher:
                         self.policy.allowed_content_types,
                         robots=self.policy.respect_robots,
                     )
+                    span.set_attribute("http.response.status_code", page.status_code)
             except TimeoutError as exc:
                 raise FetchError(
                     "timeout", f"{target.host} did not deliver the page within {limit:.1f} s", url=url
