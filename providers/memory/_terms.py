@@ -98,12 +98,13 @@ def fts_query(terms: Iterable[str], scope_numbers: Iterable[int]) -> str | None:
 
 
 def analyzer_fingerprint(analyzer: TermAnalyzer, key: str = "") -> str:
-    """A digest of the analyzer's configuration ``key`` and of what it makes of a fixed probe.
+    """A digest of the analyzer's configuration, its signature and what it makes of a fixed probe.
 
-    A different fingerprint means the stored terms are stale and must be re-analysed.
+    ``key`` is the configuration; the ``signature``, when the analyzer has one, carries the analysis
+    version, so a change the probe does not show (Korean, Vietnamese) still counts. A different fingerprint means the stored terms are stale and must be re-analysed.
     """
     terms = analyzer.terms(_PROBE)
-    raw = "\x1e".join([key, *terms])
+    raw = "\x1e".join([key, str(getattr(analyzer, "signature", "")), *terms])
     return hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 

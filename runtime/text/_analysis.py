@@ -4,7 +4,8 @@ The pipeline, applied to documents and queries alike by :meth:`Analyzer.terms`:
 
 1. Clean: unpaired surrogates become U+FFFD; soft hyphens, word joiners and BOMs are dropped.
 2. NFKC, then words: ICU word segmentation (``icu4py`` bundles ICU, no system library) for blocks
-   holding Chinese, Japanese, Thai, Lao, Khmer or Myanmar, which it splits into dictionary words; one
+   holding Chinese, Japanese, Korean, Thai, Lao, Khmer or Myanmar, which it splits into dictionary
+   words (Korean at spaces and script changes: ``1924년`` → ``1924``, ``년``); one
    regular expression that cuts where ICU would (letters, digits, marks; ``20,00`` stays whole) for
    blocks of space-separated scripts, which is several times faster. Text is handled in 64k blocks.
 3. Per word (cached): case fold; accents folded for Latin, Greek and Cyrillic (kana keep their marks:
@@ -19,11 +20,19 @@ The pipeline, applied to documents and queries alike by :meth:`Analyzer.terms`:
 5. Terms per kept word. A word of Latin letters (after folding) emits its Snowball English stem
    (``activation`` → ``activ``; see :data:`STEM_LANGUAGE`); in a text that is not English it also emits
    itself and, from 6 letters on, its first 5 letters (a language-neutral stemmer: ``prazos`` meets
-   ``prazo``, ``Verlängerung`` meets ``verlängern``). Words of other scripts emit themselves and the
-   5-letter prefix too, in any text. Chinese, Japanese and Korean words emit character bigrams
-   (``免許証`` meets ``免許``, ``갱신은`` meets ``갱신``) and a Korean word without its particle
-   (``운영시간은`` → ``운영시간``). Every word or phrase of a synonym group emits the group's id
-   (``preço``, ``cost``, ``料金`` → ``price``).
+   ``prazo``, ``Verlängerung`` meets ``verlängern``). In a Vietnamese text an accented word emits
+   itself as written instead (``tổng``: tone marks tell syllables apart; see :func:`_language`).
+   Words of other scripts emit themselves and the 5-letter prefix too, in any text.
+6. Chinese, Japanese and Korean: two term families in one vocabulary. The dictionary word (a Korean
+   word without its particle: ``운영시간은`` → ``운영시간``; the word with it is not a word) and the
+   overlapping character bigrams of each run of such words, across word boundaries and the spaces
+   between Korean words (``梅雨が`` → ``梅雨``, ``雨が``; ``국무 장관`` meets ``국무장관``), so a word the
+   dictionary cuts badly (``ばいう`` → ``ば``, ``いう``) still meets its bigrams. A two-character word
+   is also its own bigram and so counts twice; the families share the term space and the weight 1
+   (measured better than separate, weighted families: ``benchmarks/lexical_quality.py`` against a
+   plain character-bigram BM25 on JSQuAD and KorQuAD). A stop word emits nothing of its own.
+   Every word or phrase of a synonym group emits the group's id (``preço``, ``cost``, ``料金`` →
+   ``price``).
 
 The English stem is the one term every Latin word emits in every text, so an English query still
 meets a Portuguese document (and the reverse) whichever way each was classified. The prefixes make
@@ -47,7 +56,7 @@ import re
 import threading
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from importlib import resources
 from itertools import chain, compress
 from typing import NamedTuple
@@ -59,8 +68,10 @@ from pydantic import BaseModel, ConfigDict
 from simone.runtime._config import LexicalSettings
 from simone.runtime._errors import ConfigError
 
-ANALYSIS_VERSION = 3
-"""Bumped whenever the same text can yield other terms (3: English stems, texts without evidence English); see :attr:`Analyzer.signature`."""
+ANALYSIS_VERSION = 4
+"""Bumped whenever the same text can yield other terms (3: English stems, texts without evidence English;
+4: bigrams across Chinese, Japanese and Korean word boundaries, Korean words without their particle,
+Hangul through ICU, Vietnamese words as written); see :attr:`Analyzer.signature`."""
 PREFIX_LENGTH = 5
 """Alphabetic words longer than this also emit their first 5 letters (a language-neutral stemmer)."""
 STEM_LANGUAGE = "english"
@@ -84,10 +95,11 @@ _NEEDS_CLEANING = re.compile("[\ud800-\udfff\u00ad\u2060\ufeff]")
 _INVISIBLE = re.compile("[\u00ad\u2060\ufeff]")
 _NUMBER = re.compile(r"[0-9]+(?:[.,][0-9]+)*")
 # Blocks that ICU segments: scripts written without spaces between words (Thai, Lao, Myanmar, Khmer,
-# kana, Han) and anything outside the BMP. The rest goes through one regular expression, much faster.
+# kana, Han), Hangul (ICU cuts 1924년 into 1924 and 년, and keeps the spaces a run of bigrams crosses)
+# and anything outside the BMP. The rest goes through one regular expression, much faster.
 _NEEDS_ICU = re.compile(
-    "[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf"
-    "\u4e00-\u9fff\uf900-\ufaff]|[\U00010000-\U0010ffff]"
+    "[\u0e00-\u0eff\u1000-\u11ff\u1780-\u17ff\u3005-\u3007\u3040-\u30ff\u3130-\u318f"
+    "\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]|[\U00010000-\U0010ffff]"
 )
 _LETTER_FOLD = str.maketrans(
     {"ø": "o", "đ": "d", "ł": "l", "ħ": "h", "ı": "i", "æ": "ae", "œ": "oe", "ð": "d", "þ": "th", "ŧ": "t"}
@@ -99,6 +111,21 @@ _LETTER_FOLD = str.maketrans(
 _ACCENTED_LATIN = re.compile("[\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f\u1e00-\u1eff]")
 _ACCENT_SIGNAL = 1 << len(LATIN_STOPWORD_LANGUAGES)
 """The signal bit of a segment written with a non-English Latin letter (lower bits: stop-word languages)."""
+_VIETNAMESE_SIGNAL = _ACCENT_SIGNAL << 1
+"""The signal bit of a segment written with a letter only Vietnamese uses (``ơ``, ``ư``, ``ạ``, ``ổ``…)."""
+VIETNAMESE_SHARE = 0.1
+"""A text that is not English is Vietnamese when at least this share of its accented words hold a
+letter only Vietnamese writes (see :func:`_language`). Vietnamese texts nearly always do (XQuAD-R:
+every paragraph and 97 % of the questions hold one; the rest are mostly names and ``đã``, ``có``); a
+Vietnamese name in a Spanish or German paragraph does not make it Vietnamese."""
+# Letters only Vietnamese writes: o and u with horn, and the letters with a tone mark over a vowel that
+# already has one, or with the hook above or the dot below (Latin Extended Additional, U+1EA0-U+1EF9).
+_VIETNAMESE_LETTER = re.compile("[\u01a0\u01a1\u01af\u01b0\u1ea0-\u1ef9]")
+_VIETNAMESE_ALPHABET = frozenset(
+    "abcdefghijklmnopqrstuvwxyz0123456789đàáảãạăằắẳẵặâầấẩẫậèéẻẽẹêềếểễệìíỉĩịòóỏõọôồốổỗộơờớởỡợùúủũụưừứửữựỳýỷỹỵ"
+)
+"""Every lower-case letter Vietnamese writes: a word with another (``ü``, ``ñ``, ``ş``) is not
+Vietnamese and is folded even in a Vietnamese text (a German paragraph about the Trần dynasty)."""
 _FOLD_MARKS = re.compile(
     "[\u0300-\u036f\u0483-\u0489\u064b-\u065f\u0670\u0640\u1ab0-\u1aff\u1dc0-\u1dff"
     "\u20d0-\u20ff\ufe20-\ufe2f]"
@@ -142,6 +169,7 @@ def _is_cjk(code: int) -> bool:
     """Han, kana and Hangul: words that also emit character bigrams."""
     return (
         0x3040 <= code < 0x3100  # hiragana, katakana
+        or 0x3005 <= code < 0x3008  # 々 〆 〇
         or 0x31F0 <= code < 0x3200
         or 0x3400 <= code < 0x4DC0
         or 0x4E00 <= code < 0xA000
@@ -232,7 +260,7 @@ def _bigrams(word: str) -> list[str]:
 
 
 class _Word(NamedTuple):
-    """One word as analysed: its terms in a text that is not English, and in an English one.
+    """One word as analysed: its terms in a text that is not English, in an English one, in a Vietnamese one.
 
     A tuple of strings: the garbage collector stops tracking it, which matters with 100k in the cache.
     """
@@ -242,6 +270,12 @@ class _Word(NamedTuple):
     english: tuple[str, ...]
     ignored: bool
     key: str  # what synonym phrases match: the word, or a Korean word without its particle
+    marked: tuple[str, ...] = ()  # terms in a Vietnamese text (its diacritics kept); () when == terms
+
+    @property
+    def vietnamese(self) -> tuple[str, ...]:
+        """The word's terms in a Vietnamese text."""
+        return self.marked or self.terms
 
 
 class _Segment(NamedTuple):
@@ -257,11 +291,16 @@ class _Segment(NamedTuple):
     words: tuple[_Word, ...]
     synonym_start: bool
     signal: int
+    run: str = ""  # a kept or ignored word of Han, kana or Hangul: its folded text (see _run_bigrams)
+    vietnamese: tuple[str, ...] = ()  # the terms in a Vietnamese text (often the ``terms`` tuple itself)
 
 
 _EMPTY = _Segment((), (), (), False, 0)
+_SPACE = _Segment((), (), (), False, 0)
+"""A segment of whitespace only: a run of Chinese, Japanese or Korean words goes on across it."""
 _TERMS_OF = operator.attrgetter("terms")
 _ENGLISH_OF = operator.attrgetter("english")
+_RUN_OF = operator.attrgetter("run")
 _SIGNAL_OF = operator.attrgetter("signal")
 _STARTS_SYNONYM = operator.attrgetter("synonym_start")
 _STEMMERS = threading.local()
@@ -302,10 +341,73 @@ def _is_english(signals: Iterable[tuple[int, int]]) -> bool:
     return votes[0] >= max(votes[1:]) + against
 
 
+def _language(signals: Iterable[tuple[int, int]]) -> str:
+    """Which terms the text's words emit: ``"english"``, ``"vietnamese"`` or ``"terms"`` (any other).
+
+    English as :func:`_is_english` decides; otherwise Vietnamese when at least
+    :data:`VIETNAMESE_SHARE` of the words written with a non-English Latin letter hold a letter only
+    Vietnamese uses, and those words outnumber the stop words of the strongest other Latin-script
+    language (a Spanish paragraph on the Trần dynasty is Spanish). Vietnamese marks tones with diacritics, and the tone tells syllables apart
+    (``là`` is, ``lá`` leaf, ``lạ`` strange): folded like a French accent, they merge, so in a
+    Vietnamese text an accented word emits itself as written (lower case) instead of its folded
+    terms. Measured on XQuAD-R vi (``benchmarks/lexical_quality.py``): nDCG@10 0.930 folded, 0.962
+    as written; emitting both forms, 0.955 (the folded form still merges the syllables).
+    """
+    items = list(signals)
+    if _is_english(items):
+        return "english"
+    vietnamese = sum(count for signal, count in items if signal & _VIETNAMESE_SIGNAL)
+    if not vietnamese:
+        return "terms"
+    accented = sum(count for signal, count in items if signal & _ACCENT_SIGNAL)
+    # The stop words of another language, written without accents (``là`` folds to the French ``la``).
+    votes = [0.0] * len(LATIN_STOPWORD_LANGUAGES)
+    for signal, count in items:
+        if not signal & _ACCENT_SIGNAL:
+            members = [i for i in range(len(votes)) if signal >> i & 1]
+            for i in members:
+                votes[i] += count / len(members)
+    if vietnamese >= VIETNAMESE_SHARE * accented and vietnamese > max(votes):
+        return "vietnamese"
+    return "terms"
+
+
 @functools.lru_cache(maxsize=4096)
-def _is_english_cached(signals: tuple[int, ...]) -> bool:
-    """:func:`_is_english` of a short, sorted list of signals (a query's), remembered."""
-    return _is_english(Counter(signals).items())
+def _language_cached(signals: tuple[int, ...]) -> str:
+    """:func:`_language` of a short, sorted list of signals (a query's), remembered."""
+    return _language(Counter(signals).items())
+
+
+_TERMS_IN: dict[str, Callable[[_Segment], tuple[str, ...]]] = {
+    "english": _ENGLISH_OF,
+    "terms": _TERMS_OF,
+    "vietnamese": operator.attrgetter("vietnamese"),
+}
+"""A segment's terms in a text of each kind (see :func:`_language`)."""
+
+
+def _run_bigrams(block: Sequence[_Segment]) -> list[tuple[int, str]]:
+    """The character bigrams across word boundaries in runs of Chinese, Japanese and Korean words.
+
+    Each kept word already emits the bigrams inside it; this adds the one that joins its last
+    character to the next word's first, when the next word goes on the same run (only whitespace in
+    between: Korean writes spaces between words, and ``국무 장관`` meets ``국무장관``), with the index
+    of the segment it belongs to. An ignored word (a particle) adds none of its own, but the word
+    before it still reaches into it (``梅雨が``: ``雨が``).
+    """
+    out: list[tuple[int, str]] = []
+    previous = -1
+    for index, segment in enumerate(block):
+        run = segment.run
+        if run:
+            if previous >= 0:
+                before = block[previous]
+                if not before.words[0].ignored:
+                    out.append((previous, before.run[-1] + run[0]))
+            previous = index
+        elif segment is not _SPACE:
+            previous = -1
+    return out
 
 
 _FEW_SIGNALS = 16
@@ -338,12 +440,11 @@ def _word_terms(word: str) -> tuple[str, ...]:
     first = ord(word[0])
     if word[0].isdigit() and _NUMBER.fullmatch(word):
         return tuple(normalize_number(word))
-    if len(word) >= 3 and (_is_cjk(first) or _is_cjk(ord(word[-1]))):
+    if _is_cjk(first) or _is_cjk(ord(word[-1])):
         if all(_is_cjk(ord(c)) for c in word):
-            stem = _korean_stem(word)
-            if len(stem) >= 3 and stem != word:  # 운영시간은 also emits 운영시간 (shorter stems are bigrams)
-                return (word, stem, *_bigrams(word))
-            return (word, *_bigrams(word))
+            # The dictionary word (a Korean one without its particle: 운영시간은 → 운영시간) and its
+            # character bigrams; bigrams across word boundaries come from _run_bigrams.
+            return (_korean_stem(word), *_bigrams(word))
         return (word,)
     if (
         len(word) > PREFIX_LENGTH
@@ -355,12 +456,16 @@ def _word_terms(word: str) -> tuple[str, ...]:
     return (word,)
 
 
-def _kept_word(part: str, key: str, stop: frozenset[str]) -> _Word:
+def _kept_word(part: str, key: str, stop: frozenset[str], marked: str = "") -> _Word:
     """A kept (not ignored) folded word with its terms in a text that is not English, and in English.
 
     A prefix or stem that is itself a stop word (``other`` of ``others``) would never meet anything
     (queries drop it), so the word itself stands in for such a stem and such a prefix is left out.
+    ``marked`` is the word before its accents were folded (lower case), when they were: in a
+    Vietnamese text the word emits only that (``tổng``, not ``tong``: see :func:`_language`).
     """
+    if marked and marked != part:
+        return _kept_word(part, key, stop)._replace(marked=(marked,))
     if _is_latin(part):
         stem = _stem(part)
         if not stem or stem in stop:
@@ -563,33 +668,51 @@ class Analyzer:
             starts = word in self._phrases
             if word in self._stop or word in self._ignore:
                 ignored = _Word(word, (), (), True, word)
-                return _Segment((), (), (ignored,), starts, self._signals.get(word, 0))
+                return _Segment((), (), (ignored,), starts, self._signals.get(word, 0), "", ())
             if word.isdigit():
-                return _Segment((word,), (word,), (_Word(word, (word,), (word,), False, word),), starts, 0)
+                terms: tuple[str, ...] = (word,)
+                return _Segment(terms, terms, (_Word(word, terms, terms, False, word),), starts, 0, "", terms)
             kept = _kept_word(word, word, self._stop)
-            return _Segment(kept.terms, kept.english, (kept,), starts, 0)
+            return _Segment(kept.terms, kept.english, (kept,), starts, 0, "", kept.terms)
         word = _ascii_digits(fold(segment[:MAX_WORD_CHARS]))
         if not word or not any(c.isalnum() for c in word):
-            return _EMPTY
+            return _SPACE if segment.isspace() else _EMPTY
         accent = _ACCENT_SIGNAL if _ACCENTED_LATIN.search(segment) else 0
         if _NUMBER.fullmatch(word):
             numbers = tuple(normalize_number(word))
-            return _Segment(numbers, numbers, (_Word(word, numbers, numbers, False, word),), False, 0)
+            return _Segment(
+                numbers, numbers, (_Word(word, numbers, numbers, False, word),), False, 0, "", numbers
+            )
+        parts = _split_parts(word)
+        marks = [""] * len(parts)
+        if accent:
+            # The word as written (lower case) for Vietnamese texts, whose tone marks tell words apart.
+            lowered = _split_parts(unicodedata.normalize("NFC", segment[:MAX_WORD_CHARS].casefold()))
+            if len(lowered) == len(parts):
+                marks = [m if _VIETNAMESE_ALPHABET.issuperset(m) else "" for m in lowered]
+            if _VIETNAMESE_LETTER.search(segment):
+                accent |= _VIETNAMESE_SIGNAL
         words: list[_Word] = []
         signal = accent
-        for part in _split_parts(word):
+        for part, marked in zip(parts, marks, strict=True):
             if part in self._stop or part in self._ignore:
-                words.append(_Word(part, (), (), True, part))
+                kept_marked = (marked,) if marked and marked != part and marked not in self._ignore else ()
+                words.append(_Word(part, (), (), True, part, kept_marked))
                 signal |= self._signals.get(part, 0)
             else:
-                words.append(_kept_word(part, _korean_stem(part), self._stop))
+                words.append(_kept_word(part, _korean_stem(part), self._stop, marked))
         starts = any(w.key in self._phrases for w in words)
+        run = word if len(words) == 1 and all(_is_cjk(ord(c)) for c in word) else ""
+        terms = tuple(term for w in words for term in w.terms)
+        vietnamese = tuple(term for w in words for term in w.vietnamese)
         return _Segment(
-            tuple(term for w in words for term in w.terms),
+            terms,
             tuple(term for w in words for term in w.english),
             tuple(words),
             starts,
             signal,
+            run,
+            vietnamese if vietnamese != terms else terms,
         )
 
     def _segments(self, text: str) -> Iterable[list[_Segment]]:
@@ -619,8 +742,8 @@ class Analyzer:
                     found[index] = cache[piece] = self._analyse_segment(piece)
         return found  # type: ignore[return-value]
 
-    def _analysed(self, text: str) -> tuple[list[list[_Segment]], bool]:
-        """The segments of ``text`` (one list per block) and whether the text is English."""
+    def _analysed(self, text: str) -> tuple[list[list[_Segment]], str]:
+        """The segments of ``text`` (one list per block) and its kind (see :func:`_language`)."""
         blocks = list(self._segments(text))
         if len(blocks) == 1:
             signals = list(filter(None, map(_SIGNAL_OF, blocks[0])))
@@ -628,12 +751,16 @@ class Analyzer:
             signals = [s for block in blocks for s in filter(None, map(_SIGNAL_OF, block))]
         if len(signals) <= _FEW_SIGNALS:
             signals.sort()
-            return blocks, _is_english_cached(tuple(signals))
-        return blocks, _is_english(Counter(signals).items())
+            return blocks, _language_cached(tuple(signals))
+        return blocks, _language(Counter(signals).items())
 
     def is_english(self, text: str) -> bool:
         """Whether ``text`` is taken as English (its Latin-script words then emit only their stems)."""
-        return self._analysed(text)[1]
+        return self._analysed(text)[1] == "english"
+
+    def is_vietnamese(self, text: str) -> bool:
+        """Whether ``text`` is taken as Vietnamese (its accented words then emit themselves as written)."""
+        return self._analysed(text)[1] == "vietnamese"
 
     def _words(self, text: str) -> list[_Word]:
         """Every word of ``text`` in order, ignored ones included."""
@@ -663,7 +790,7 @@ class Analyzer:
         return found
 
     def _synonym_terms(
-        self, words: Sequence[_Word], english: bool, heads: int | None = None
+        self, words: Sequence[_Word], language: str, heads: int | None = None
     ) -> list[tuple[int, str]]:
         """The group terms that synonyms add, each with the word it belongs to.
 
@@ -673,7 +800,7 @@ class Analyzer:
         out: list[tuple[int, str]] = []
         for index, phrase, term in self._synonym_matches(words, heads):
             owner = next((i for i in range(index, index + len(phrase)) if not words[i].ignored), -1)
-            if owner >= 0 and term in (words[owner].english if english else words[owner].terms):
+            if owner >= 0 and term in getattr(words[owner], language):
                 continue
             out.append((owner, term))
         return out
@@ -682,18 +809,21 @@ class Analyzer:
         """Every term of ``text`` in order, repeats kept (term frequency counts).
 
         The one analysis for documents and queries alike. Never raises on any ``str``; a term never
-        contains whitespace. Synonym group terms follow the terms of the words of their block.
+        contains whitespace. The bigrams that join Chinese, Japanese and Korean words (see
+        :func:`_run_bigrams`), then synonym group terms, follow the terms of the words of their block.
         """
-        blocks, english = self._analysed(text)
-        terms_of = _ENGLISH_OF if english else _TERMS_OF
+        blocks, language = self._analysed(text)
+        terms_of = _TERMS_IN[language]
         out: list[str] = []
         for block in blocks:
             out.extend(chain.from_iterable(map(terms_of, block)))
+            if any(map(_RUN_OF, block)):
+                out.extend(bigram for _index, bigram in _run_bigrams(block))
             if any(map(_STARTS_SYNONYM, block)):
-                out.extend(self._block_synonym_terms(block, english))
+                out.extend(self._block_synonym_terms(block, language))
         return out
 
-    def _block_synonym_terms(self, block: list[_Segment], english: bool) -> list[str]:
+    def _block_synonym_terms(self, block: list[_Segment], language: str) -> list[str]:
         """The group terms of :meth:`_synonym_terms` for one block.
 
         Only the segments that can start a phrase are visited (documents are long; few words do).
@@ -706,7 +836,7 @@ class Analyzer:
             while len(ahead) < len(block[start].words) + longest and following < len(block):
                 ahead.extend(block[following].words)
                 following += 1
-            out.extend(term for _owner, term in self._synonym_terms(ahead, english, len(block[start].words)))
+            out.extend(term for _owner, term in self._synonym_terms(ahead, language, len(block[start].words)))
         return out
 
     def word_terms(self, text: str) -> list[tuple[str, list[str]]]:
@@ -717,25 +847,33 @@ class Analyzer:
         "how much", is listed as one entry of its own).
         """
         result: list[tuple[str, list[str]]] = []
-        blocks, english = self._analysed(text)
+        blocks, language = self._analysed(text)
         for block in blocks:
-            if not any(map(_STARTS_SYNONYM, block)):
+            synonyms = any(map(_STARTS_SYNONYM, block))
+            runs = any(map(_RUN_OF, block))
+            if not synonyms and not runs:
                 result.extend(
-                    (w.word, list(w.english if english else w.terms))
+                    (w.word, list(terms))
                     for segment in block
                     for w in segment.words
-                    if not w.ignored
+                    if (terms := getattr(w, language)) or not w.ignored
                 )
                 continue
-            words = [word for segment in block for word in segment.words]
-            entries = [(w.word, list(w.english if english else w.terms)) for w in words]
+            words: list[_Word] = []
+            first_word: list[int] = []  # each segment's first word in ``words``
+            for segment in block:
+                first_word.append(len(words))
+                words.extend(segment.words)
+            entries = [(w.word, list(getattr(w, language))) for w in words]
+            for index, bigram in _run_bigrams(block) if runs else ():
+                entries[first_word[index]][1].append(bigram)
             orphans: list[tuple[str, list[str]]] = []
-            for owner, term in self._synonym_terms(words, english):
+            for owner, term in self._synonym_terms(words, language) if synonyms else ():
                 if owner >= 0:
                     entries[owner][1].append(term)
                 else:
                     orphans.append((term, [term]))
-            result.extend(entry for entry, w in zip(entries, words, strict=True) if not w.ignored)
+            result.extend(entry for entry, w in zip(entries, words, strict=True) if entry[1] or not w.ignored)
             result.extend(orphans)
         return result
 
@@ -752,15 +890,16 @@ class Analyzer:
     def explain(self, query: str) -> Explanation:
         """Explain the analysis of a query: words used and ignored, synonyms applied, terms emitted."""
         words = self._words(query)
-        used = tuple(w.word for w in words if not w.ignored)
-        ignored = tuple(w.word for w in words if w.ignored)
+        language = self._analysed(query)[1]
+        used = tuple(w.word for w in words if not w.ignored or getattr(w, language))
+        ignored = tuple(w.word for w in words if w.ignored and not getattr(w, language))
         uses = tuple(
             SynonymUse(words=phrase, term=term)
             for _index, phrase, term in self._synonym_matches(words)
             if not (len(phrase) == 1 and phrase[0] == term)
         )
         terms = tuple(self.terms(query))
-        english = self.is_english(query)
+        english = language == "english"
         all_ignored = bool(words) and not terms
         if not words:
             message = "The query has no words to search for; it matches nothing."
@@ -770,7 +909,10 @@ class Analyzer:
                 "nothing; add a word that names what you are looking for."
             )
         else:
-            stems = "English stems" if english else "words, 5-letter prefixes and English stems"
+            stems = {
+                "english": "English stems",
+                "vietnamese": "words as written and unaccented, 5-letter prefixes and English stems",
+            }.get(language, "words, 5-letter prefixes and English stems")
             parts = [f"Searching for {len(terms)} terms ({stems}) from {len(used)} words"]
             if ignored:
                 parts.append(f"ignoring {self._why_ignored(ignored)}")
