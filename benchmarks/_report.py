@@ -49,6 +49,7 @@ _OP_TEXT = {"<": "<", "<=": "≤", ">": ">", ">=": "≥", "==": "="}
 SECTION_ORDER = (
     "Quality — SciFact",
     "Quality — XQuAD-R",
+    "Quality — Japanese and Korean",
     "Quality — relevance rule",
     "Quality — embedder",
     "Quality — web extraction",
@@ -365,24 +366,34 @@ def lexical_quality(data: Mapping[str, Any]) -> list[Row]:
     name = "lexical_quality"
     rows = []
     for entry in data["rows"]:
-        dataset, ours, peer = entry["dataset"], entry["simone"], entry["bm25s"]
+        dataset, ours = entry["dataset"], entry["simone"]
         size = f"{entry['docs']:,} docs, {entry['queries']:,} queries"
         scifact = dataset.startswith("scifact")
-        quality = "Quality — SciFact" if scifact else "Quality — XQuAD-R"
-        ndcg_target = (
-            Target("ratio", ">=", 1.0, "≥ bm25s", issue=3) if scifact else Target("ours", ">=", 0.90, issue=3)
-        )
+        # Japanese and Korean sets are measured against a character-bigram BM25 (bm25s cannot split
+        # Japanese): the anchor is their peer for quality and speed alike.
+        anchored = "bigrams" in entry
+        peer = entry["bigrams"] if anchored else entry["bm25s"]
+        peer_name = "character-bigram BM25" if anchored else "bm25s"
+        if scifact:
+            quality, ndcg_target = "Quality — SciFact", Target("ratio", ">=", 1.0, "≥ bm25s", issue=3)
+        elif anchored:
+            quality = "Quality — Japanese and Korean"
+            ndcg_target = Target("ratio", ">=", 1.0, "≥ the bigram anchor", issue=21)
+        else:
+            quality, ndcg_target = "Quality — XQuAD-R", Target("ours", ">=", 0.90, issue=3)
+        if dataset == "xquad-r-vi":
+            ndcg_target = Target("ratio", ">=", 1.0, "≥ bm25s", issue=21)
         rows.append(
             row(
                 name,
                 quality,
                 f"{dataset} lexical nDCG@10",
                 ours["ndcg@10"],
-                peer_name="bm25s",
+                peer_name=peer_name,
                 peer=peer["ndcg@10"],
                 better="higher",
                 target=ndcg_target,
-                note=size,
+                note=size + ("; tuning half of the articles" if anchored else ""),
             )
         )
         if scifact:
@@ -405,10 +416,10 @@ def lexical_quality(data: Mapping[str, Any]) -> list[Row]:
                 f"{dataset} lexical queries/s (top 100, one thread)",
                 ours["qps"],
                 unit="q/s",
-                peer_name="bm25s",
+                peer_name=peer_name,
                 peer=peer["qps"],
                 better="higher",
-                target=Target("ratio", ">=", 0.5, "within 2x of bm25s", issue=3),
+                target=Target("ratio", ">=", 0.5, f"within 2x of {peer_name}", issue=3),
                 note=f"best of passes; first pass {fmt(ours.get('first_pass_qps'))} q/s",
             )
         )
