@@ -12,6 +12,14 @@ DATA_DIR defaults to ../shared/data.
   lower case, stop words) over the same chunk text, the *same vectors*, fused by its RRFReranker.
   LanceDB's FTS alone is listed too. Rankings are per document (a document's best chunk counts).
   Target (issue 4): our hybrid beats both of our single legs and LanceDB's default hybrid.
+  **The relevance rule's cost** (issue 21), side by side in the same run: semantic mode (the rule
+  applied) against the semantic leg without the rule (``min_similarity=-1``: every candidate of the
+  exact search counts), target >= the leg - 0.01; hybrid nDCG@10 (target >= 0.7212) and recall@100
+  against a plain RRF of the same two legs (the lexical leg and the rule-free semantic leg, 100
+  candidates each), target >= plain RRF; the documents each mode returns per claim.
+* Absent topics: SciFact train claims (the first 300, as benchmarks/multilingual.py takes them)
+  against the XQuAD-R English corpus (Wikipedia paragraphs, MiniLM only): the share that return
+  nothing (``no_results``) in semantic and hybrid mode — what the relevance rule exists for.
 * XQuAD-R: questions in each language against the *English* corpus (240 paragraphs): nDCG@10 of the
   lexical and semantic legs, to show where the English-only bundled model stops.
 
@@ -52,11 +60,21 @@ from simone.runtime import (
     Settings,
     TrustedContext,
 )
+from simone.runtime.ranking import PlainRRF
 from simone.runtime.text import Analyzer
 
 XQUAD_LANGS = ("ar", "de", "el", "en", "es", "hi", "ru", "th", "tr", "vi", "zh")
 DEPTH = 50
 """Chunks asked for per query (then reduced to distinct documents for nDCG@10)."""
+RECALL_AT = 100
+"""Results (chunks, then their documents) counted for recall, hybrid vs plain RRF alike; each leg
+brings ``DEPTH * 2`` candidates."""
+ABSENT_CLAIMS = 300
+"""SciFact claims asked against the XQuAD-R English corpus (absent topics)."""
+HYBRID_FLOOR = 0.7212
+"""SciFact hybrid nDCG@10 before issue 21 (results/fusion_tuning.json): the relevance rule may not cost it."""
+NO_RULE = "semantic-leg"
+"""The semantic leg without the relevance rule (``min_similarity=-1``: every candidate counts)."""
 CONTEXT = TrustedContext(actor="benchmark")
 
 
@@ -85,9 +103,9 @@ async def run_modes(
 ) -> dict[str, dict[str, list[str]]]:
     """Each mode's ranking of documents per query.
 
-    A degraded answer stops the benchmark, except a semantic leg the provider skips because the model
-    does not cover the question's script (when ``skipped`` is given): that query has no semantic
-    ranking, and ``skipped`` keeps the provider's reason.
+    A degraded answer stops the benchmark. A semantic leg the provider skips because the model does
+    not cover the question (when ``skipped`` is given) leaves that query without a semantic ranking,
+    and ``skipped`` keeps the provider's reason.
     """
     provider = DocumentIndexProvider(index)
     runs: dict[str, dict[str, list[str]]] = {mode.value: {} for mode in modes}
@@ -95,14 +113,80 @@ async def run_modes(
         for mode in modes:
             request = RetrievalRequest.create(text, limit=DEPTH, mode=mode)
             response = await provider.retrieve(request, CONTEXT)
-            legs_skipped = response.details.get("skipped_legs") or {}
-            if response.degraded and skipped is not None and mode is SearchMode.SEMANTIC and legs_skipped:
+            legs_skipped = response.skipped_legs
+            if skipped is not None and mode is SearchMode.SEMANTIC and legs_skipped:
                 skipped.setdefault(mode.value, "; ".join(sorted(set(legs_skipped.values()))))
                 continue
             if response.degraded:
                 raise SystemExit(f"degraded answer ({response.degraded}); the benchmark needs both legs")
             runs[mode.value][query_id] = unique_docs(e.metadata["path"] for e in response.evidence)
     return runs
+
+
+async def relevance_runs(
+    index: DocumentIndex, queries: list[tuple[str, str]]
+) -> dict[str, dict[str, list[str]]]:
+    """Per query, the documents of: each mode, the semantic leg without the rule, plain RRF of the legs.
+
+    Every request asks for :data:`RECALL_AT` chunks (each leg brings ``DEPTH * 2`` candidates either
+    way, so the fused order and its top ten are the ones a ``DEPTH`` request gets). Plain RRF fuses
+    the lexical mode's chunks (the lexical leg: nothing is dropped lexically) with the rule-free
+    semantic leg's, equal weights, no relevance rule, cut at the same :data:`RECALL_AT` chunks.
+    """
+    provider = DocumentIndexProvider(index)
+    names = ["lexical", "semantic", NO_RULE, "hybrid", "plain-rrf"]
+    runs: dict[str, dict[str, list[str]]] = {name: {} for name in names}
+    for query_id, text in queries:
+        chunks: dict[str, list[str]] = {}
+        paths: dict[str, str] = {}
+        for name, mode, floor in (
+            ("lexical", SearchMode.LEXICAL, None),
+            ("semantic", SearchMode.SEMANTIC, None),
+            (NO_RULE, SearchMode.SEMANTIC, -1.0),
+            ("hybrid", SearchMode.HYBRID, None),
+        ):
+            request = RetrievalRequest.create(text, limit=RECALL_AT, mode=mode, min_similarity=floor)
+            response = await provider.retrieve(request, CONTEXT)
+            if response.degraded:
+                raise SystemExit(f"degraded answer ({response.degraded}); the benchmark needs both legs")
+            chunks[name] = [str(e.metadata["chunk_id"]) for e in response.evidence]
+            paths.update((str(e.metadata["chunk_id"]), str(e.metadata["path"])) for e in response.evidence)
+            runs[name][query_id] = unique_docs(str(e.metadata["path"]) for e in response.evidence)
+        fused = PlainRRF().fuse({"lexical": chunks["lexical"], "semantic": chunks[NO_RULE]})
+        # the same depth as the modes: the first RECALL_AT chunks, then their documents
+        runs["plain-rrf"][query_id] = unique_docs(paths[chunk] for chunk, _ in fused[:RECALL_AT])
+    return runs
+
+
+def mean_recall(
+    runs: dict[str, list[str]], qrels: dict[str, dict[str, int]], query_ids: list[str], k: int
+) -> float:
+    """Mean share of each query's relevant documents among its first ``k`` documents."""
+    return float(np.mean([len(set(runs.get(q, [])[:k]) & set(qrels[q])) / len(qrels[q]) for q in query_ids]))
+
+
+async def absent_topics(data_dir: Path) -> dict[str, Any]:
+    """SciFact claims against the XQuAD-R English corpus: the share with no results, per mode."""
+    corpus = load_jsonl(data_dir / "xquad-r" / "beir-paragraph" / "en" / "corpus.jsonl")
+    docs = write_corpus(corpus, CACHE / "xquad-en-docs")
+    claims = [q["text"] for q in load_jsonl(data_dir / "scifact" / "queries-train.jsonl")][:ABSENT_CLAIMS]
+    empty = {SearchMode.SEMANTIC.value: 0, SearchMode.HYBRID.value: 0}
+    async with DocumentIndex.open(settings(), collection=collection_name("xquad_en")) as index:
+        await index.index_paths([docs])
+        provider = DocumentIndexProvider(index)
+        for text in claims:
+            for mode in (SearchMode.SEMANTIC, SearchMode.HYBRID):
+                response = await provider.retrieve(
+                    RetrievalRequest.create(text, limit=10, mode=mode), CONTEXT
+                )
+                if response.degraded:
+                    raise SystemExit(f"degraded answer ({response.degraded})")
+                empty[mode.value] += not response.evidence
+    return {
+        "claims": len(claims),
+        "corpus": f"xquad-r en ({len(corpus)} paragraphs)",
+        "no_results": {mode: round(count / len(claims), 4) for mode, count in empty.items()},
+    }
 
 
 def mean_ndcg(runs: dict[str, list[str]], qrels: dict[str, dict[str, int]], query_ids: list[str]) -> float:
@@ -189,13 +273,18 @@ async def scifact(data_dir: Path, max_docs: int | None) -> dict[str, Any]:
         info = await index.info()
         assert info is not None
         started = time.perf_counter()
-        ours = await run_modes(index, queries, list(SearchMode))
+        ours = await relevance_runs(index, queries)
         ours_s = time.perf_counter() - started
         started = time.perf_counter()
         peer = await lancedb_peer(index, queries)
         peer_s = time.perf_counter() - started
     query_ids = [q for q, _ in queries]
     scores = {name: mean_ndcg(run, qrels, query_ids) for name, run in {**ours, **peer}.items()}
+    recall = {name: mean_recall(ours[name], qrels, query_ids, RECALL_AT) for name in ("hybrid", "plain-rrf")}
+    returned = {
+        name: float(np.mean([len(ours[name].get(q, [])) for q in query_ids]))
+        for name in ("semantic", NO_RULE)
+    }
     return {
         "dataset": "scifact-train"
         if not max_docs
@@ -205,11 +294,16 @@ async def scifact(data_dir: Path, max_docs: int | None) -> dict[str, Any]:
         "analysis": Analyzer.from_settings(settings().lexical).signature,
         "queries": len(queries),
         "ndcg@10": {k: round(v, 4) for k, v in scores.items()},
-        "eval_seconds": {"ours_3_modes": round(ours_s, 1), "lancedb_2_modes": round(peer_s, 1)},
+        f"recall@{RECALL_AT}": {k: round(v, 4) for k, v in recall.items()},
+        f"docs_per_query@{RECALL_AT}": {k: round(v, 2) for k, v in returned.items()},
+        "eval_seconds": {"ours_4_requests": round(ours_s, 1), "lancedb_2_modes": round(peer_s, 1)},
         "targets": {
             "hybrid_beats_lexical": scores["hybrid"] > scores["lexical"],
             "hybrid_beats_semantic": scores["hybrid"] > scores["semantic"],
             "hybrid_beats_lancedb_hybrid": scores["hybrid"] > scores["lancedb-hybrid"],
+            "semantic_within_0.01_of_leg": scores["semantic"] >= scores[NO_RULE] - 0.01,
+            "hybrid_at_least_0.7212": scores["hybrid"] >= HYBRID_FLOOR,
+            "hybrid_recall_at_least_plain_rrf": recall["hybrid"] >= recall["plain-rrf"],
         },
     }
 
@@ -273,6 +367,7 @@ def parse_args() -> argparse.Namespace:
     )
     parser.add_argument("--no-scifact", action="store_true")
     parser.add_argument("--no-xquad", action="store_true")
+    parser.add_argument("--no-absent", action="store_true", help="skip the absent-topic check")
     args = parser.parse_args()
     if not Path(args.data_dir).is_dir():
         raise SystemExit(f"{args.data_dir} does not exist; pass DATA_DIR (the shared data folder)")
@@ -316,6 +411,48 @@ def summary(payload: dict[str, Any]) -> list[dict[str, Any]]:
             "lancedb-fts",
             None,
             "BM25 inside LanceDB over simone's analysed terms vs LanceDB's default FTS tokenizer",
+        )
+    if "scifact" in payload:
+        result = payload["scifact"]
+        scores, recall = result["ndcg@10"], result[f"recall@{RECALL_AT}"]
+        where = f"SciFact train, {result['docs']:,} docs, {result['queries']} queries"
+        rows.append(
+            {
+                "metric": "scifact semantic mode nDCG@10 (relevance rule applied)",
+                "ours": scores["semantic"],
+                "peer_name": "the semantic leg without the rule (exact)",
+                "peer": scores[NO_RULE],
+                "ratio": round(scores["semantic"] / scores[NO_RULE], 4),
+                "target": ">= peer - 0.01",
+                "met": scores["semantic"] >= scores[NO_RULE] - 0.01,
+                "note": f"{where}; documents per claim {result[f'docs_per_query@{RECALL_AT}']}",
+            }
+        )
+        rows.append(
+            {
+                "metric": f"scifact hybrid recall@{RECALL_AT}",
+                "ours": recall["hybrid"],
+                "peer_name": "plain RRF of the same two legs, no rule",
+                "peer": recall["plain-rrf"],
+                "ratio": round(recall["hybrid"] / recall["plain-rrf"], 4),
+                "target": ">= peer",
+                "met": recall["hybrid"] >= recall["plain-rrf"],
+                "note": f"{where}; hybrid nDCG@10 {scores['hybrid']} (must stay >= {HYBRID_FLOOR})",
+            }
+        )
+    if "absent_topics" in payload:
+        absent = payload["absent_topics"]
+        rows.append(
+            {
+                "metric": "absent topics: no_results share, semantic mode",
+                "ours": absent["no_results"]["semantic"],
+                "peer_name": "hybrid mode",
+                "peer": absent["no_results"]["hybrid"],
+                "ratio": None,
+                "target": None,
+                "met": None,
+                "note": f"{absent['claims']} SciFact claims against {absent['corpus']}, MiniLM",
+            }
         )
     for item in payload.get("xquad_r_cross_lingual", []):
         lexical, semantic = item["lexical"], item["semantic"]
@@ -362,7 +499,28 @@ async def main(args: argparse.Namespace) -> None:
         }
         for key, label in labels.items():
             print(f"{label:<34} {scores[key]:>8.4f} {scores[key] / peer:>17.3f}x")
+        recall, returned = result[f"recall@{RECALL_AT}"], result[f"docs_per_query@{RECALL_AT}"]
+        print(
+            f"\nthe relevance rule's cost, same run: {'':<14} {'nDCG@10':>8} {'recall@100':>11} {'docs/claim':>11}"
+        )
+        for key, label in (
+            (NO_RULE, "semantic leg without the rule (exact)"),
+            ("semantic", "semantic mode (the rule)"),
+            ("plain-rrf", "plain RRF of lexical + semantic leg"),
+            ("hybrid", "hybrid mode (weighted head, consensus tail)"),
+        ):
+            print(
+                f"{label:<49} {scores[key]:>8.4f} {recall.get(key, float('nan')):>11.4f} "
+                f"{returned.get(key, float('nan')):>11.2f}"
+            )
         print("targets:", ", ".join(f"{k}={v}" for k, v in result["targets"].items()))
+    if not args.no_absent:
+        absent = await absent_topics(data_dir)
+        payload["absent_topics"] = absent
+        print(
+            f"\nabsent topics: {absent['claims']} SciFact claims against {absent['corpus']}, share with no results: "
+            + ", ".join(f"{mode} {share:.4f}" for mode, share in absent["no_results"].items())
+        )
     if not args.no_xquad:
         langs = [lang for lang in args.langs.split(",") if lang]
         rows = await xquad(data_dir, langs, args.xquad_queries)

@@ -280,7 +280,9 @@ def judge_grid(
     grid: list[dict[str, Any]] = []
     for margin in MARGINS:
         for band in BANDS:
-            rule = RelevanceRule(margin=margin, band=band)
+            # the margin test and the band alone, as the grid has always measured them: no best
+            # similarity passes a question by itself (alone=1.0), the band alone cuts (floor=1.0)
+            rule = RelevanceRule(margin=margin, band=band, floor=1.0, alone=1.0)
             answered = 0
             for _lang, sims, docs, relevant in covered:
                 verdicts = rule.judge(sims)

@@ -315,6 +315,10 @@ class ProviderResponse(_Frozen):
         details: free-form trace data (per-leg counts, timings, spaces).
         excluded: items found but left out by the provider itself (reason ``not_relevant``: they
             matched neither by words nor by meaning); the router lists them in the budget report.
+        skipped_legs: legs the provider left out on purpose (leg → why: e.g. its model does not
+            cover the question's language). A note, not an impairment: the router records them in
+            the trace and the limitations, and the status stays ``complete`` when the other legs
+            answered. A leg that was meant to run and could not belongs in ``degraded``.
     """
 
     evidence: list[Evidence] = Field(default_factory=list)
@@ -322,10 +326,11 @@ class ProviderResponse(_Frozen):
     leg_failures: list[ProviderFailure] = Field(default_factory=list)
     details: dict[str, JsonValue] = Field(default_factory=dict)
     excluded: list[Exclusion] = Field(default_factory=list)
+    skipped_legs: dict[str, str] = Field(default_factory=dict)
 
 
 class ProviderHits(_Frozen):
-    """A provider answered (possibly with nothing relevant)."""
+    """A provider answered (possibly with nothing relevant); ``skipped_legs`` never impairs it."""
 
     outcome: Literal["hits"] = "hits"
     provider: str
@@ -336,6 +341,7 @@ class ProviderHits(_Frozen):
     leg_failures: list[ProviderFailure] = Field(default_factory=list)
     details: dict[str, JsonValue] = Field(default_factory=dict)
     excluded: list[Exclusion] = Field(default_factory=list)
+    skipped_legs: dict[str, str] = Field(default_factory=dict)
 
 
 ProviderOutcome = Annotated[ProviderHits | ProviderFailure, Field(discriminator="outcome")]
@@ -481,7 +487,7 @@ class FusedItem(_Frozen):
 
 
 class ProviderTrace(_Frozen):
-    """Per-provider timing and counts."""
+    """Per-provider timing and counts; ``skipped_legs``: legs it left out on purpose (leg → why)."""
 
     provider: str
     outcome: Literal["hits", "failure"]
@@ -491,6 +497,7 @@ class ProviderTrace(_Frozen):
     duplicates_within: int
     degraded: list[str] = Field(default_factory=list)
     details: dict[str, JsonValue] = Field(default_factory=dict)
+    skipped_legs: dict[str, str] = Field(default_factory=dict)
 
 
 class Trace(_Frozen):

@@ -423,8 +423,9 @@ def _check_response(
     except Exception as exc:  # noqa: BLE001 -- the provider itself is broken, not its answer
         return "error", f"{name} reports a kind that is not a ProviderKind ({safe_text(exc, limit=200)})"
     fields = response.__dict__
-    evidence, degraded, leg_failures, excluded, details = (
-        fields.get(field) for field in ("evidence", "degraded", "leg_failures", "excluded", "details")
+    evidence, degraded, leg_failures, excluded, details, skipped = (
+        fields.get(field)
+        for field in ("evidence", "degraded", "leg_failures", "excluded", "details", "skipped_legs")
     )
     if not isinstance(evidence, list):
         return invalid, f"{name} returned a response whose evidence is {type(evidence).__name__}, not a list"
@@ -437,6 +438,10 @@ def _check_response(
         return invalid, items
     if not all(isinstance(reason, str) for reason in degraded):
         return invalid, f"{name} returned degraded reasons that are not text"
+    if skipped is None:  # a response built before the field existed (model_construct, pickles)
+        skipped = {}
+    if not (isinstance(skipped, dict) and all(isinstance(x, str) for pair in skipped.items() for x in pair)):
+        return invalid, f"{name} returned skipped legs that are not a mapping of text to text"
     legs = _checked_legs(name, leg_failures)
     if isinstance(legs, str):
         return invalid, legs
@@ -452,6 +457,7 @@ def _check_response(
         leg_failures=legs,
         details=dict(details),
         excluded=list(exclusions),
+        skipped_legs=dict(skipped),
     )
 
 

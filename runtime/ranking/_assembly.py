@@ -171,6 +171,7 @@ def _hits_trace(hits: ProviderHits, kept: int) -> ProviderTrace:
         duplicates_within=len(hits.evidence) - kept,
         degraded=list(hits.degraded),
         details=dict(hits.details),
+        skipped_legs=dict(hits.skipped_legs),
     )
 
 
@@ -325,6 +326,9 @@ def compute_status(outcomes: Sequence[Outcome], found: int) -> Status:
     * items found → ``complete`` if no provider failed or was degraded, else ``partial``;
     * nothing found → ``no_results`` if every provider answered fully; if one failed or was
       degraded the search was incomplete, so it is ``failed`` (never reported as "nothing found").
+
+    A leg a provider skipped on purpose (``skipped_legs``: its model does not cover the question) is
+    a note, not an impairment: it changes neither case.
     """
     if not outcomes:
         return Status.FAILED
@@ -361,7 +365,10 @@ def limitations(
     budget: BudgetReport,
     evidence: Sequence[Evidence],
 ) -> list[str]:
-    """What the caller should know the result is missing: failures, degradations, budget cuts."""
+    """What the caller should know the result is missing: failures, degradations, budget cuts.
+
+    Legs a provider skipped on purpose are listed too, as notes: they never change the status.
+    """
     notes: list[str] = []
     for failure in failures:
         where = f"{failure.provider} ({failure.leg})" if failure.leg else failure.provider
@@ -369,6 +376,10 @@ def limitations(
     for outcome in outcomes:
         if isinstance(outcome, ProviderHits):
             notes.extend(f"{outcome.provider} was degraded: {reason}" for reason in outcome.degraded)
+            notes.extend(
+                f"{outcome.provider} skipped its {leg} leg on purpose: {reason}"
+                for leg, reason in outcome.skipped_legs.items()
+            )
     if budget.truncated:
         notes.append(
             f"{budget.truncated} item(s) were truncated to fit the budget of {budget.max_tokens} tokens"

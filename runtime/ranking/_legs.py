@@ -252,6 +252,51 @@ class Pinned:
         return order
 
 
+FUSION_HEAD = 10
+"""How many fused items :class:`HeadThenConsensus` takes from the confidence-weighted order."""
+
+
+@dataclass(frozen=True, slots=True)
+class HeadThenConsensus:
+    """The head from another rule (the confidence-weighted order), the tail by plain RRF.
+
+    Confidence weights decide which leg's best candidates come first, and they are steep: a leg
+    whose best does not stand out weighs a few percent, so each of its candidates lands behind every
+    candidate of the sure leg — on SciFact the whole semantic leg fell below the lexical leg's 100th
+    hit, and recall@100 below a plain RRF of the same legs. Beyond the first ``head`` items no leg is
+    buried: the rest follow consensus (plain RRF), which is what recall needs. Fused scores never rise
+    down the list (a tail item's score is capped at the one before it).
+
+    Args:
+        inner: the head's rule (e.g. :class:`Pinned` over :class:`WeightedRRF`).
+        head: how many items ``inner`` decides (:data:`FUSION_HEAD`).
+        k: the tail's RRF constant.
+    """
+
+    inner: FusionRule
+    head: int = FUSION_HEAD
+    k: int = RRF_K
+
+    def __post_init__(self) -> None:
+        if self.head < 0:
+            raise ValueError(f"the head must be >= 0, got {self.head}")
+
+    def fuse(self, rankings: Mapping[str, Sequence[str]]) -> list[tuple[str, float]]:
+        """``inner``'s first ``head`` items, then the others in plain RRF order."""
+        order = self.inner.fuse(rankings)
+        first = order[: self.head]
+        if len(first) == len(order):
+            return order
+        taken = {item_id for item_id, _ in first}
+        out = list(first)
+        last = first[-1][1] if first else math.inf
+        for item in rrf(rankings, k=self.k):
+            if item.id not in taken:
+                last = min(last, item.score)
+                out.append((item.id, last))
+        return out
+
+
 @dataclass(frozen=True, slots=True)
 class LegRank:
     """One candidate in fused order: its fused score and each leg's rank and score for it."""

@@ -18,16 +18,18 @@ from simone.runtime.text import (
 similarities = st.lists(st.floats(min_value=-1.0, max_value=1.0, allow_nan=False), min_size=1, max_size=60)
 
 
-def test_a_best_candidate_that_stands_out_keeps_itself_and_its_close_neighbours() -> None:
-    rule = RelevanceRule(margin=0.10, band=0.06, floor=0.3)
+def test_a_best_candidate_that_stands_out_keeps_its_close_neighbours_and_all_above_the_floor() -> None:
+    rule = RelevanceRule(margin=0.10, band=0.06, floor=0.45)
     verdicts = rule.judge([0.62, 0.58, 0.50, 0.31, 0.30, 0.29, 0.28])
-    assert [v.relevant for v in verdicts] == [True, True, False, False, False, False, False]
+    # 0.58 is within the band of the best, 0.50 above the floor; the rest neither
+    assert [v.relevant for v in verdicts] == [True, True, True, False, False, False, False]
     assert verdicts[0].margin == pytest.approx(0.62 - 0.31)
     assert {v.rule for v in verdicts} == {"margin"}
 
 
 def test_when_nothing_stands_out_nothing_counts_even_if_similarities_are_high() -> None:
-    verdicts = RelevanceRule(margin=0.10, band=0.06).judge([0.71, 0.70, 0.69, 0.69, 0.68, 0.68])
+    # high, but alike (no margin) and below the model's floor: a topic the knowledge lacks
+    verdicts = RelevanceRule(margin=0.10, band=0.06, floor=0.8).judge([0.71, 0.70, 0.69, 0.69, 0.68, 0.68])
     assert not any(v.relevant for v in verdicts)
 
 
