@@ -212,7 +212,7 @@ _TARGET_TEXT = re.compile(
     r"^\s*(?P<ratio>ratio|ours/peer)?\s*(?P<op><=|>=|==|<|>|=|≤|≥)\s*"
     r"(?P<value>[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*(?P<unit>[^\s(]*)"
 )
-_TARGET_PEER = re.compile(r"^\s*(?P<op><=|>=|==|<|>|=|≤|≥)\s*(?P<word>[^\W\d][\w-]*)")
+_TARGET_PEER = re.compile(r"^\s*(?P<op><=|>=|==|<|>|=|≤|≥)\s*(?P<word>[^\W\d][\w-]*)\s*(?:\(.*\))?\s*$")
 _OP_WORDS: dict[str, Op] = {
     "<": "<",
     "<=": "<=",

@@ -423,7 +423,12 @@ def summary(payload: dict[str, Any]) -> list[dict[str, Any]]:
                 "peer_name": "the semantic leg without the rule (exact)",
                 "peer": scores[NO_RULE],
                 "ratio": round(scores["semantic"] / scores[NO_RULE], 4),
-                "target": ">= peer - 0.01",
+                "target": {
+                    "on": "ours",
+                    "op": ">=",
+                    "value": round(scores[NO_RULE] - 0.01, 4),
+                    "label": ">= the leg - 0.01",
+                },
                 "met": scores["semantic"] >= scores[NO_RULE] - 0.01,
                 "note": f"{where}; documents per claim {result[f'docs_per_query@{RECALL_AT}']}",
             }
