@@ -44,6 +44,7 @@ from simone.runtime.ranking import (
     rank,
     report,
 )
+from simone.runtime.tracing import fail, leg_span, retrieval_span
 
 
 class Router:
@@ -145,10 +146,15 @@ class Router:
             raise InvalidRequest("no provider was selected; register one or name one in the request")
         max_tokens = min(request.max_tokens or context.token_budget, context.token_budget)
 
-        fan_started = clock()
-        outcomes = await self._fan_out(request, context, chosen)
-        fan_ms = (clock() - fan_started) * 1000
-        result = self._assemble(request, context, chosen, list(dropped), outcomes, max_tokens)
+        mode = request.mode.value if request.mode is not None else "default"
+        with retrieval_span([c.provider for c in chosen], mode=mode, limit=request.limit) as span:
+            fan_started = clock()
+            outcomes = await self._fan_out(request, context, chosen)
+            fan_ms = (clock() - fan_started) * 1000
+            result = self._assemble(request, context, chosen, list(dropped), outcomes, max_tokens)
+            span.set_attribute("simone.status", result.status.value)
+            span.set_attribute("simone.evidence.count", len(result.evidence))
+            span.set_attribute("simone.failures", [f.provider for f in result.failures])
         total_ms = (clock() - started) * 1000
         trace = result.trace.model_copy(
             update={"total_ms": total_ms, "router_ms": max(0.0, total_ms - fan_ms)}
@@ -209,7 +215,13 @@ class Router:
         context: TrustedContext,
         outcomes: list[Outcome | None],
     ) -> None:
-        outcomes[index] = await self._ask(name, request, context)
+        with leg_span(name) as span:
+            outcome = await self._ask(name, request, context)
+            if isinstance(outcome, ProviderFailure):
+                fail(span, outcome.kind)
+            else:
+                span.set_attribute("simone.evidence.count", len(outcome.evidence))
+        outcomes[index] = outcome
 
     async def _ask(self, name: str, request: RetrievalRequest, context: TrustedContext) -> Outcome:
         """One provider's outcome under its deadline; a provider fault is a failure, never raised."""

@@ -6,8 +6,8 @@ import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
-from simone.runtime import EmbeddingChain, ProviderUnavailable
-from simone.runtime.testing import HashEmbedder
+from simone.runtime import EmbeddingChain, ProviderUnavailable, Router, TrustedContext
+from simone.runtime.testing import FailingProvider, HashEmbedder, StaticProvider, make_evidence
 from simone.runtime.tracing import TRACER_NAME, fetch_span, leg_span, retrieval_span, tool_call_span
 
 pytestmark = pytest.mark.anyio
@@ -110,3 +110,31 @@ def test_without_an_sdk_the_api_is_a_no_op() -> None:
     tracer = trace.NoOpTracerProvider().get_tracer(TRACER_NAME)
     with tracer.start_as_current_span("x") as span:
         assert not span.is_recording()
+
+
+async def test_a_routed_request_is_a_retrieval_span_with_one_child_per_leg(
+    spans: InMemorySpanExporter,
+) -> None:
+    router = Router(
+        [
+            StaticProvider("notes", make_evidence("notes", ["alpha text one", "alpha text two"])),
+            FailingProvider("down", ProviderUnavailable(f"backend down: {SECRET}")),
+        ]
+    )
+    result = await router.retrieve(router.request(SECRET), TrustedContext(actor="a"))
+    finished = {span.name: span for span in spans.get_finished_spans()}
+    assert set(finished) == {"retrieval", "retrieval notes", "retrieval down"}
+    route = finished["retrieval"]
+    attributes = dict(route.attributes or {})
+    assert attributes["simone.providers"] == ("notes", "down")
+    assert attributes["simone.status"] == result.status.value == "partial"
+    assert attributes["simone.evidence.count"] == len(result.evidence) == 2
+    assert attributes["simone.failures"] == ("down",)
+    for leg in ("retrieval notes", "retrieval down"):
+        parent = finished[leg].parent
+        assert parent is not None and parent.span_id == route.context.span_id
+    assert (finished["retrieval notes"].attributes or {})["simone.evidence.count"] == 2
+    down = finished["retrieval down"]
+    assert down.status.status_code is StatusCode.ERROR
+    assert (down.attributes or {})["error.type"] == "unavailable"
+    assert not any(SECRET in value for value in _values(spans))
