@@ -90,6 +90,9 @@ class EmbeddingSettings(_Section):
     (``SIMONE_EMBEDDINGS__OPENAI_API_KEY``) or a base URL, Ollama with a base URL. The bundled ONNX
     model is always available. ``*_dimensions`` is needed only for models whose size simone does not
     know; for OpenAI's ``text-embedding-3-*`` it is also sent to shorten the vectors.
+    ``*_query_prefix``/``*_document_prefix`` are put before every question / chunk sent to that server
+    (e5 models want ``"query: "`` / ``"passage: "``); prefixes other than the model's own make
+    another embedding space (a collection made with other prefixes is refused, see docs/calibration.md).
 
     ``extra_spaces`` names embedders whose spaces every collection carries *in addition* to the
     chain's (never chosen as a collection's own space): ``multilingual`` (the offline Universal
@@ -107,10 +110,19 @@ class EmbeddingSettings(_Section):
     ollama_base_url: str | None = None
     ollama_model: str = "nomic-embed-text"
     ollama_dimensions: Annotated[int, Field(ge=1, le=65_536)] | None = None
+    # Texts put before queries / documents (e5 models: "query: " / "passage: "); part of the space.
+    openai_query_prefix: Annotated[str, Field(max_length=200)] = ""
+    openai_document_prefix: Annotated[str, Field(max_length=200)] = ""
+    # None: the model's known task prefixes (nomic-embed-text: "search_query: " / "search_document: ").
+    ollama_query_prefix: Annotated[str, Field(max_length=200)] | None = None
+    ollama_document_prefix: Annotated[str, Field(max_length=200)] | None = None
     onnx_threads: Annotated[int, Field(ge=1, le=64)] = 2
     onnx_batch_size: Annotated[int, Field(ge=1, le=1024)] = 32
     onnx_variant: Literal["auto", "quantized", "reference"] = "auto"
     batch_size: Annotated[int, Field(ge=1, le=2048)] = 64
+    # Requests an OpenAI-compatible server gets at once (one call's batches, order kept); each is
+    # retried on its own (429 Retry-After honoured within the deadline). benchmarks/embedding_server.py.
+    server_concurrency: Annotated[int, Field(ge=1, le=64)] = 4
     timeout_s: Annotated[float, Field(gt=0)] = 30.0
     max_retries: Annotated[int, Field(ge=0, le=10)] = 2
     max_retry_wait_s: Annotated[float, Field(ge=0)] = 30.0
@@ -135,8 +147,9 @@ class IndexSettings(_Section):
     exists rebuild it up to ``ann_rebuild_rows`` vectors, above that once they reach
     ``ann_rebuild_share`` of the table (``simone index --rebuild-ann`` any time).
     ``relevance_margin``/``relevance_band`` override the calibrated relevance rule for meaning
-    (:class:`~simone.runtime.ranking.RelevanceRule`): a semantic candidate counts only when the best
-    candidate stands ``margin`` above the candidates' median and it is within ``band`` of the best;
+    (:class:`~simone.runtime.ranking.RelevanceRule`): a question stands out when its best candidate
+    stands ``margin`` above the candidates' median or reaches the model's floor, and then a candidate
+    counts when it is within ``band`` of the best or at or above the floor;
     ``relevance_word_share`` is the share of the question's terms a hybrid candidate must contain to
     be kept by its words.
     """
@@ -290,6 +303,26 @@ class AgentSettings(_Section):
     selection_defaults: bool = True
 
 
+class ServeSettings(_Section):
+    """``simone serve``: where it listens, its workers, tokens, per-token limits and deadlines.
+
+    ``tokens_file`` defaults to ``<data_dir>/serve-tokens.json``. Limits are per token and per worker
+    process: ``max_concurrent_calls`` tool calls at once and ``calls_per_minute`` in any 60 s (beyond
+    them: HTTP 429 with ``Retry-After``). ``call_timeout_s`` is each call's deadline; on shutdown
+    in-flight calls get ``shutdown_grace_s`` to finish. See docs/serve.md.
+    """
+
+    host: Annotated[str, Field(min_length=1)] = "127.0.0.1"
+    port: Annotated[int, Field(ge=0, le=65_535)] = 8765
+    workers: Annotated[int, Field(ge=1, le=64)] = 1
+    tokens_file: Path | None = None
+    max_concurrent_calls: Annotated[int, Field(ge=1, le=10_000)] = 8
+    calls_per_minute: Annotated[int, Field(ge=1, le=1_000_000)] = 600
+    call_timeout_s: Annotated[float, Field(gt=0, le=3600)] = 120.0
+    shutdown_grace_s: Annotated[float, Field(ge=1, le=3600)] = 30.0
+    ready_timeout_s: Annotated[float, Field(gt=0, le=120)] = 5.0
+
+
 def default_data_dir() -> Path:
     """The per-user data directory (``platformdirs``), overridable with ``SIMONE_DATA_DIR``."""
     return Path(platformdirs.user_data_dir("simone", appauthor=False))
@@ -386,6 +419,7 @@ class Settings(BaseSettings):
     memory: MemorySettings = MemorySettings()
     web: WebSettings = WebSettings()
     agents: AgentSettings = AgentSettings()
+    serve: ServeSettings = ServeSettings()
     providers: dict[str, dict[str, Any]] = Field(default_factory=dict, repr=False)
     """The sections of providers registered with :func:`~simone.runtime.register_provider` that are not
     built in (``[providers.<section>]`` in TOML, ``SIMONE_PROVIDERS__<SECTION>__<KEY>`` in the environment);

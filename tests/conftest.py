@@ -14,7 +14,9 @@ os.environ.setdefault("SIMONE_EMBEDDINGS__ONNX_VARIANT", "reference")
 
 pytest_plugins = [
     "tests.providers.web.hostile",
+    "tests.servers_embedding",
     "tests.servers_postgres",
     "tests.servers_redis",
     "tests.servers_s3",
+    "tests.spans",
 ]
