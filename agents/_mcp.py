@@ -5,22 +5,28 @@ environment — never from a tool call) under a role: ``orchestrator`` (retrieve
 retrieve_memory, the memory tools, delegate_research) or ``researcher`` (web_research and
 retrieve_context). Each tool call runs in that session through the same registry and caller rules as
 any agent: scope-carrying arguments are refused with ScopeViolation, and the providers check the
-caller again. Results are the structured models (``structuredContent``) plus their JSON as text.
+caller again. Results are compact text for the model (numbered, contained evidence with locators and
+trust; memory records with their ids — :mod:`simone.agents._tool_text`) plus the structured model as
+``structuredContent`` for programs. Each call is an OpenTelemetry server span ``tools/call {tool}``
+(:mod:`simone.runtime.tracing`), a child of the caller's trace when ``_meta`` carries a ``traceparent``.
 """
 
 from __future__ import annotations
 
-import json
 import logging
+from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
+import anyio
 import mcp.types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 from simone.agents._runtime import Runtime
-from simone.agents._tools import AgentProfile
+from simone.agents._tool_text import render_tool_result
+from simone.agents._tools import AgentProfile, UnknownTool
 from simone.runtime import SimoneError, TrustedContext
+from simone.runtime.tracing import fail, tool_call_span
 
 log = logging.getLogger(__name__)
 
@@ -32,34 +38,80 @@ def _version() -> str:
         return "0"
 
 
+Scope = Callable[[ServerRequestContext[Any]], tuple[TrustedContext, AgentProfile]]
+"""Maps one request to the admitted context it runs in and its profile (``simone serve``: from the
+caller's bearer token); raising :class:`~simone.runtime.SimoneError` refuses the request."""
+
+
 def build_server(runtime: Runtime, context: TrustedContext, profile: AgentProfile) -> Server[Any]:
     """An MCP server with ``profile``'s tools, every call run in ``context`` (admitted at start-up).
 
     Each call gets a fresh session (and so a fresh budget) in that context: a long-running server
     never runs out of wall time, and one call cannot spend another's budget.
     """
-    tools = runtime.registry.for_profile(profile)
-    by_name = {tool.name: tool for tool in tools}
+    return build_scoped_server(
+        runtime,
+        lambda _ctx: (context, profile),
+        instructions=(
+            f"simone {profile.name} tools. Scope comes from the server's admitted context "
+            f"(actor {context.actor!r}); tool arguments never carry scope."
+        ),
+    )
+
+
+def build_scoped_server(
+    runtime: Runtime, scope: Scope, *, instructions: str | None = None, timeout_s: float | None = None
+) -> Server[Any]:
+    """An MCP server whose every request runs in the context and profile ``scope`` gives it.
+
+    One server serves many callers (``simone serve``): ``tools/list`` shows the caller's profile's
+    tools only and ``tools/call`` runs in a fresh session of the caller's context. ``timeout_s`` cancels
+    a call still running after that many seconds (its context's deadline says the same to the tools).
+    """
+
+    def profile_tools(profile: AgentProfile) -> dict[str, Any]:
+        return {tool.name: tool for tool in runtime.registry.for_profile(profile)}
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
+        _, profile = scope(ctx)
         return types.ListToolsResult(
             tools=[
                 types.Tool(name=t.name, description=t.description, input_schema=t.spec().parameters)
-                for t in tools
+                for t in profile_tools(profile).values()
             ]
         )
 
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
+        meta = dict(params.meta or {})
+        with tool_call_span(params.name, meta=meta, request_id=ctx.request_id) as span:
+            result = await answer(ctx, params)
+            if result.is_error:
+                fail(span, "tool_error")
+            return result
+
+    async def answer(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
         name = params.name
-        if name not in by_name:
+        try:
+            context, profile = scope(ctx)
+        except SimoneError as exc:
+            return _error(f"{type(exc).__name__}: {_text(exc)}")
+        if name not in profile_tools(profile):
             return _error(f"UnknownTool: the {profile.name} has no tool {name!r}")
         try:
-            result = await runtime.session(context, profile=profile).call(name, dict(params.arguments or {}))
+            with anyio.fail_after(timeout_s):
+                result = await runtime.session(context, profile=profile).call(
+                    name, dict(params.arguments or {})
+                )
             data = _scrub(result.model_dump(mode="json"))
+            text = _scrub(render_tool_result(name, result))
+        except TimeoutError:
+            return _error(f"DeadlineExceeded: {name} did not finish within {timeout_s:g} s and was cancelled")
         except SimoneError as exc:
             return _error(f"{type(exc).__name__}: {_text(exc)}")
         except Exception as exc:  # last resort: a tool's bug is this call's error, not the server's
@@ -72,21 +124,21 @@ def build_server(runtime: Runtime, context: TrustedContext, profile: AgentProfil
                 "the server's log has the traceback"
             )
         return types.CallToolResult(
-            content=[types.TextContent(type="text", text=json.dumps(data, ensure_ascii=False))],
+            content=[types.TextContent(type="text", text=text)],
             structured_content=data,
         )
 
     def schema(name: str) -> dict[str, Any] | None:
-        tool = by_name.get(name)
-        return tool.spec().parameters if tool is not None else None
+        try:
+            return runtime.registry.get(name).spec().parameters
+        except UnknownTool:
+            return None
 
     return Server(
         "simone",
         version=_version(),
-        instructions=(
-            f"simone {profile.name} tools. Scope comes from the server's admitted context "
-            f"(actor {context.actor!r}); tool arguments never carry scope."
-        ),
+        instructions=instructions
+        or "simone tools. Scope comes from the caller's admitted context; tool arguments never carry scope.",
         get_tool_input_schema=schema,
         on_list_tools=list_tools,
         on_call_tool=call_tool,

@@ -8,6 +8,8 @@ from pathlib import Path
 import anyio
 import pytest
 from mcp import Client
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import StatusCode
 from pydantic import BaseModel, ConfigDict
 from simone.agents import Runtime
 from simone.agents._mcp import build_server
@@ -65,3 +67,37 @@ def test_an_unexpected_tool_failure_is_that_calls_error(tmp_path: Path, tool: st
                 assert echoed.structured_content == {"text": "ok\ufffd"}
 
     anyio.run(main_)
+
+
+def test_each_tool_call_is_a_server_span_in_the_callers_trace(
+    tmp_path: Path, spans: InMemorySpanExporter
+) -> None:
+    trace_id = "0af7651916cd43dd8448eb211c80319c"
+
+    async def main_() -> None:
+        async with Runtime.open(Settings(data_dir=tmp_path / "data")) as runtime:
+            for name, handler in (("crash", _crash), ("echo", _echo)):
+                runtime.registry.register(Tool(name=name, description=name, args=_Args, handler=handler))
+            profile = AgentProfile(
+                name="tester", caller=Caller.ORCHESTRATOR, tools=frozenset({"crash", "echo"})
+            )
+            context = runtime.admit({"actor": "alice"}, caller=Caller.ORCHESTRATOR)
+            async with Client(build_server(runtime, context, profile)) as client:
+                meta = {"traceparent": f"00-{trace_id}-b7ad6b7169203331-01"}
+                assert not (await client.call_tool("echo", {"text": "private words"}, meta=meta)).is_error  # type: ignore[arg-type]
+                assert (await client.call_tool("crash", {})).is_error
+
+    anyio.run(main_)
+    calls = {s.name: s for s in spans.get_finished_spans() if s.name.startswith("tools/call")}
+    assert set(calls) == {"tools/call echo", "tools/call crash"}
+    echo, crash = calls["tools/call echo"], calls["tools/call crash"]
+    assert format(echo.context.trace_id, "032x") == trace_id
+    assert (echo.attributes or {})["gen_ai.tool.name"] == "echo"
+    assert echo.status.status_code is StatusCode.UNSET
+    assert (
+        crash.status.status_code is StatusCode.ERROR
+        and (crash.attributes or {})["error.type"] == "tool_error"
+    )
+    assert not any(
+        "private words" in str(v) for s in spans.get_finished_spans() for v in (s.attributes or {}).values()
+    )

@@ -1,0 +1,369 @@
+"""``simone serve``: simone's MCP tools over the MCP SDK's streamable HTTP transport, for many callers.
+
+One ASGI app per worker process (Starlette): ``/mcp`` is the SDK's
+:class:`~mcp.server.streamable_http_manager.StreamableHTTPSessionManager` in **stateless** mode with JSON
+responses behind the :class:`~simone.agents._serve_gate.Gate` (bearer token → admitted scope, limits,
+request logs); ``/healthz`` answers while the process lives; ``/readyz`` answers 200 only when every
+configured backend (index, memory, research cache) answers, with the same probes as ``simone doctor``.
+
+Stateless mode is what lets several workers share one listening socket: no MCP session lives in one
+process, so any worker can answer any request, and the caller's scope comes with each request (its
+token), never from a session. Workers are uvicorn's own supervisor (``--workers N`` with the import-string
+factory :func:`app_from_environment`, the options travelling in ``$SIMONE_SERVE_OPTIONS``); they share
+state only through the shared backends, which is why :func:`unshared_stores` must be empty for N > 1.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import json
+import math
+import os
+import socket
+import time
+from collections.abc import AsyncIterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp.server import ServerRequestContext
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from simone.agents._mcp import build_scoped_server
+from simone.agents._runtime import Runtime
+from simone.agents._serve_gate import SCOPE_KEY, Admitted, Gate, TokenLimits
+from simone.agents._tokens import TOKEN_FILE, Grant, Role, TokenStore
+from simone.agents._tools import ORCHESTRATOR, RESEARCHER, AgentProfile
+from simone.providers.documents import IndexLocation, index_backend_status
+from simone.providers.memory import memory_backend, memory_backend_status
+from simone.runtime import (
+    Caller,
+    ConfigError,
+    InvalidRequest,
+    Settings,
+    TrustedContext,
+    load_settings,
+    research_cache_health,
+)
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+OPTIONS_ENV = "SIMONE_SERVE_OPTIONS"
+"""The environment variable that carries :class:`ServeOptions` (JSON) to each worker process."""
+
+MCP_PATH = "/mcp"
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    """What a worker needs besides the settings file: the CLI's global options and the open-mode scope.
+
+    Attributes:
+        config: the ``--config`` file, if any.
+        data_dir: the ``--data-dir``, if any.
+        host: the ``--host`` bound (default: ``[serve] host``); on loopback, DNS-rebinding protection.
+        open_actor: serve without tokens, every call as this actor (``--actor``); ``None``: tokens.
+        open_projects, open_client, open_role: the rest of the open-mode scope.
+    """
+
+    config: str | None = None
+    data_dir: str | None = None
+    host: str | None = None
+    open_actor: str | None = None
+    open_projects: tuple[str, ...] = ()
+    open_client: str | None = None
+    open_role: Role = "orchestrator"
+
+    def to_env(self) -> str:
+        """These options as the JSON of :data:`OPTIONS_ENV`."""
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_env(cls, text: str) -> ServeOptions:
+        """Options back from :meth:`to_env`'s JSON."""
+        data = json.loads(text)
+        data["open_projects"] = tuple(data.get("open_projects") or ())
+        return cls(**data)
+
+    def settings(self) -> Settings:
+        """The settings these options name (the config file and the environment)."""
+        overrides: dict[str, Any] = {}
+        if self.data_dir:
+            overrides["data_dir"] = self.data_dir
+        return load_settings(self.config, **overrides)
+
+    def open_grant(self) -> Grant | None:
+        """The grant of open mode, or ``None`` when the server checks tokens."""
+        if self.open_actor is None:
+            return None
+        return Grant(
+            token_id="open",
+            actor=self.open_actor,
+            projects=self.open_projects,
+            client=self.open_client,
+            role=self.open_role,
+        )
+
+
+def tokens_path(settings: Settings) -> Path:
+    """The token file: ``[serve] tokens_file``, else ``<data_dir>/serve-tokens.json``."""
+    return Path(settings.serve.tokens_file or Path(settings.data_dir) / TOKEN_FILE)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is a loopback name or address (``localhost``, ``127.x``, ``::1``)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def unshared_stores(settings: Settings) -> list[str]:
+    """The stores that live in one process's data directory (each makes ``--workers`` > 1 unsafe)."""
+    problems = []
+    try:
+        if memory_backend(settings) != "postgres":
+            problems.append("memory is SQLite: set [memory] url (SIMONE_MEMORY__URL) to a PostgreSQL server")
+    except ConfigError as exc:
+        problems.append(str(exc))
+    if settings.web.cache_url is None:
+        problems.append("the research cache is diskcache: set [web] cache_url to a Redis server")
+    try:
+        if not IndexLocation.from_settings(settings).remote:
+            problems.append(
+                "the document index is a local folder: set [index] uri to object storage (s3://…)"
+            )
+    except ConfigError as exc:
+        problems.append(str(exc))
+    return problems
+
+
+async def backend_checks(settings: Settings) -> dict[str, dict[str, Any]]:
+    """Whether each configured backend answers now (``simone doctor``'s probes), without addresses."""
+    timeout_s = settings.serve.ready_timeout_s
+    index = await index_backend_status(settings, timeout_s=timeout_s)
+    memory = await memory_backend_status(settings, timeout_s=timeout_s)
+    web = settings.web
+    directory = Path(web.cache_dir or Path(settings.data_dir) / "web-cache")
+    if web.cache_url is None and not await anyio.Path(directory).exists():
+        cache = {"backend": "diskcache", "answers": True}
+    else:
+        password = web.cache_password.get_secret_value() if web.cache_password is not None else None
+        health = await research_cache_health(directory, url=web.cache_url, password=password)
+        cache = {"backend": health.backend, "answers": health.answers}
+    return {
+        "index": {"backend": index.get("backend"), "answers": bool(index.get("answers"))},
+        "memory": {"backend": memory.get("backend"), "answers": bool(memory.get("answers"))},
+        "research_cache": cache,
+    }
+
+
+def _profile(role: Role) -> tuple[AgentProfile, Caller]:
+    if role == "researcher":
+        return RESEARCHER, Caller.RESEARCHER
+    return ORCHESTRATOR, Caller.ORCHESTRATOR
+
+
+def create_app(settings: Settings, options: ServeOptions | None = None) -> Starlette:
+    """The ASGI app of one worker: ``/mcp``, ``/healthz`` and ``/readyz`` (see the module docstring).
+
+    The runtime opens in the app's lifespan (uvicorn's start-up) and closes after the last request.
+
+    Raises:
+        ConfigError: neither an open-mode actor nor a readable token file.
+    """
+    options = options or ServeOptions()
+    serve = settings.serve
+    open_grant = options.open_grant()
+    tokens = None if open_grant is not None else TokenStore(tokens_path(settings))
+    if tokens is not None:
+        tokens.records()  # a token file others may read, or one that is not valid, stops the start here
+    runtime = Runtime.open(settings)
+    limits = TokenLimits(serve.max_concurrent_calls, serve.calls_per_minute)
+
+    def scope(ctx: ServerRequestContext[Any]) -> tuple[TrustedContext, AgentProfile]:
+        request = ctx.request
+        admitted = request.scope.get(SCOPE_KEY) if isinstance(request, Request) else None
+        if not isinstance(admitted, Admitted):
+            raise InvalidRequest("the request came without an admitted caller")
+        grant = admitted.grant
+        profile, role = _profile(grant.role)
+        event = {"actor": grant.actor, "project": admitted.project, "client": grant.client}
+        return runtime.admit(event, caller=role, timeout_s=serve.call_timeout_s), profile
+
+    server = build_scoped_server(
+        runtime,
+        scope,
+        instructions=(
+            "simone tools. Your scope (actor, project, role) comes from your bearer token; "
+            "tool arguments never carry scope."
+        ),
+        timeout_s=serve.call_timeout_s,
+    )
+    security = None
+    if is_loopback(options.host or serve.host):
+        loopback = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+        security = TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=loopback,
+            allowed_origins=[f"http://{host}" for host in loopback],
+        )
+    manager = StreamableHTTPSessionManager(
+        server, stateless=True, json_response=True, security_settings=security
+    )
+    gate = Gate(manager.handle_request, tokens=tokens, limits=limits, open_grant=open_grant)
+    ready: dict[str, Any] = {"at": 0.0, "body": None}
+
+    async def healthz(request: Request) -> JSONResponse:
+        return JSONResponse({"status": "ok", "worker": os.getpid()})
+
+    async def readyz(request: Request) -> JSONResponse:
+        now = time.monotonic()
+        if ready["body"] is None or now - ready["at"] > 2.0:
+            checks = await backend_checks(settings)
+            ok = runtime.router is not None and all(c["answers"] for c in checks.values())
+            ready.update(at=now, body={"ready": ok, "backends": checks})
+        body = ready["body"]
+        return JSONResponse(body, status_code=200 if body["ready"] else 503)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with runtime, manager.run():
+            yield
+
+    return Starlette(
+        routes=[
+            Route("/healthz", healthz, methods=["GET"]),
+            Route("/readyz", readyz, methods=["GET"]),
+            Route(MCP_PATH, gate),
+        ],
+        lifespan=lifespan,
+    )
+
+
+def app_from_environment() -> Starlette:
+    """Uvicorn's factory for each worker: :func:`create_app` with the options of :data:`OPTIONS_ENV`."""
+    options = ServeOptions.from_env(os.environ.get(OPTIONS_ENV, "{}"))
+    return create_app(options.settings(), options)
+
+
+def log_config(level: str = "info") -> dict[str, Any]:
+    """Uvicorn's logging: its own lines plain on stderr, the request log as bare JSON lines on stderr."""
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {
+            "plain": {"format": "%(message)s"},
+            "server": {"format": "simone serve: %(message)s"},
+        },
+        "handlers": {
+            "server": {"class": "logging.StreamHandler", "stream": "ext://sys.stderr", "formatter": "server"},
+            "requests": {
+                "class": "logging.StreamHandler",
+                "stream": "ext://sys.stderr",
+                "formatter": "plain",
+            },
+        },
+        "loggers": {
+            "uvicorn": {"handlers": ["server"], "level": level.upper(), "propagate": False},
+            "uvicorn.error": {"level": level.upper()},
+            "uvicorn.access": {"handlers": [], "level": "WARNING", "propagate": False},
+            "simone.serve.requests": {"handlers": ["requests"], "level": "INFO", "propagate": False},
+        },
+    }
+
+
+def _config(app: Any, settings: Settings, host: str, port: int, workers: int) -> Any:
+    import uvicorn
+
+    return uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        workers=workers,
+        factory=isinstance(app, str),
+        lifespan="on",
+        access_log=False,
+        log_config=log_config(),
+        timeout_graceful_shutdown=math.ceil(settings.serve.shutdown_grace_s),
+        server_header=False,
+        timeout_keep_alive=75,  # MCP clients pause between calls; do not make them reconnect each time
+    )
+
+
+async def serve_one(settings: Settings, options: ServeOptions, *, host: str, port: int) -> None:
+    """Serve in this process until SIGINT/SIGTERM, then stop gracefully (in-flight calls get the grace)."""
+    import signal
+    import threading
+
+    import uvicorn
+
+    class _Server(uvicorn.Server):
+        # uvicorn re-raises the signal after its graceful shutdown; the CLI exits 0 instead.
+        @contextlib.contextmanager
+        def capture_signals(self) -> Any:
+            if threading.current_thread() is not threading.main_thread():
+                yield
+                return
+            handled = (signal.SIGINT, signal.SIGTERM)
+            original = {sig: signal.signal(sig, self.handle_exit) for sig in handled}
+            try:
+                yield
+            finally:
+                for sig, handler in original.items():
+                    signal.signal(sig, handler)
+
+    sock = bind(host, port)
+    server = _Server(_config(create_app(settings, options), settings, host, port, 1))
+    try:
+        await server.serve(sockets=[sock])
+    except SystemExit:  # uvicorn's way of saying the start-up failed (it logged why)
+        server.started = False
+    finally:
+        sock.close()
+    if not server.started:
+        raise ConfigError(f"simone serve could not start on {host}:{port} (see the lines above)")
+
+
+def serve_workers(settings: Settings, options: ServeOptions, *, host: str, port: int, workers: int) -> None:
+    """Serve with ``workers`` processes on one socket (uvicorn's supervisor) until SIGINT/SIGTERM.
+
+    Blocking; call it from the main thread (the supervisor handles the signals there).
+    """
+    from uvicorn.supervisors import Multiprocess
+
+    os.environ[OPTIONS_ENV] = options.to_env()
+    config = _config(f"{__name__}:app_from_environment", settings, host, port, workers)
+    sock = bind(host, port)
+    try:
+        Multiprocess(config, sockets=[sock]).run()
+    finally:
+        sock.close()
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """The listening socket, bound before anything slow starts (every worker inherits it).
+
+    Raises:
+        ConfigError: the address cannot be bound (in use, not this host's, no permission).
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY on accepted connections only when the listening
+    # socket says TCP; without it every keep-alive response waits ~40 ms for a delayed ACK.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host.strip("[]"), port))
+    except OSError as exc:
+        sock.close()
+        raise ConfigError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc} — choose another --host or --port"
+        ) from exc
+    sock.set_inheritable(True)
+    return sock

@@ -1,0 +1,130 @@
+"""``simone serve`` — simone's MCP tools over streamable HTTP for many callers, each scoped by its token.
+
+``simone serve --host 127.0.0.1 --port 8765 [--workers N]``: the same tools as ``simone mcp`` at
+``http://HOST:PORT/mcp``, plus ``GET /healthz`` and ``GET /readyz``. Each caller presents a bearer
+token from ``simone token create``, which carries its actor, projects and role. ``--actor`` instead
+serves without tokens, every call as that actor (for one user on loopback). See docs/serve.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from simone.agents.cli._settings import nonempty_text, positive_int
+
+
+def _port(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a port number") from None
+    if not 0 <= number <= 65_535:
+        raise argparse.ArgumentTypeError(f"must be a port from 0 to 65535, not {number}")
+    return number
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``serve`` command."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "serve",
+        help="serve the MCP tools over streamable HTTP to many callers, scoped by bearer tokens",
+        description=(
+            "Serve simone's MCP tools at http://HOST:PORT/mcp (streamable HTTP), with GET /healthz and "
+            "GET /readyz. Callers present a token from 'simone token create'."
+        ),
+    )
+    parser.add_argument(
+        "--host", type=nonempty_text, default=None, help="address to bind (default: [serve] host, 127.0.0.1)"
+    )
+    parser.add_argument("--port", type=_port, default=None, help="port (default: [serve] port, 8765)")
+    parser.add_argument(
+        "--workers",
+        type=positive_int,
+        default=None,
+        help="worker processes (default 1; above 1 needs shared memory, research cache and index)",
+    )
+    parser.add_argument(
+        "--actor",
+        type=nonempty_text,
+        default=None,
+        help="serve WITHOUT tokens, every call as this actor (open mode; for one user on loopback)",
+    )
+    parser.add_argument(
+        "--project", type=nonempty_text, action="append", default=None, help="open mode: a readable project"
+    )
+    parser.add_argument(
+        "--role",
+        choices=("orchestrator", "researcher"),
+        default="orchestrator",
+        help="open mode: the role (default orchestrator; web_research only for researcher)",
+    )
+    parser.set_defaults(func=run)
+
+
+async def run(args: argparse.Namespace) -> int:
+    """Check the set-up (tokens, workers, bind address), then serve until SIGINT or SIGTERM."""
+    from simone.agents._serve import (
+        ServeOptions,
+        is_loopback,
+        serve_one,
+        serve_workers,
+        tokens_path,
+        unshared_stores,
+    )
+    from simone.agents._tokens import TokenStore
+    from simone.agents.cli._settings import settings_from_args
+    from simone.runtime import ConfigError
+
+    settings = settings_from_args(args)
+    serve = settings.serve
+    host = args.host or serve.host
+    port = serve.port if args.port is None else args.port
+    workers = args.workers or serve.workers
+    if args.actor is None and (args.project or args.role != "orchestrator"):
+        raise ConfigError(
+            "--project and --role belong to open mode (--actor); a token carries them otherwise"
+        )
+    if workers > 1:
+        problems = unshared_stores(settings)
+        if problems:
+            raise ConfigError(
+                f"--workers {workers} needs stores that every worker shares, but "
+                + "; ".join(problems)
+                + " — see docs/team.md, or run one worker"
+            )
+    options = ServeOptions(
+        config=getattr(args, "config", None),
+        data_dir=getattr(args, "data_dir", None),
+        host=host,
+        open_actor=args.actor,
+        open_projects=tuple(args.project or ()),
+        open_role=args.role,
+    )
+    if args.actor is None:
+        path = tokens_path(settings)
+        active = TokenStore(path).active()
+        where = f"tokens from {path} ({len(active)} active)"
+        if not active:
+            _warn(
+                f"no token is configured in {path}: every call is refused (401) until you run "
+                "'simone token create --actor NAME --project NAME'"
+            )
+    else:
+        where = f"OPEN mode, no tokens: every call runs as actor {args.actor!r}"
+        if not is_loopback(host):
+            _warn(
+                f"binding {host} without tokens: anyone who reaches {host}:{port} acts as {args.actor!r}; "
+                "use tokens ('simone token create') instead of --actor"
+            )
+    _warn(f"listening on http://{host}:{port}/mcp, {workers} worker(s), {where}")
+    if workers > 1:
+        serve_workers(settings, options, host=host, port=port, workers=workers)
+    else:
+        await serve_one(settings, options, host=host, port=port)
+    return 0
+
+
+def _warn(message: str) -> None:
+    print(f"simone serve: {message}", file=sys.stderr, flush=True)  # noqa: T201
