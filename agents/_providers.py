@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+import anyio
 from simone.runtime import (
     PROVIDER_FACTORIES,
     ConfigError,
@@ -21,9 +23,14 @@ from simone.runtime import (
     IndexSettings,
     MemorySettings,
     OpenedProviders,
+    Provider,
     ProviderFactory,
+    ProviderKind,
+    ProviderResponse,
     ProviderSetup,
+    RetrievalRequest,
     Settings,
+    TrustedContext,
     WebSettings,
 )
 
@@ -44,11 +51,76 @@ RESEARCH_KEY = "research"
 """The name the web factory publishes its research runner under."""
 
 
+LAZY_OPTION = "lazy"
+"""``provider_options={"index": {"lazy": True}}``: open the document index (LanceDB, the embedding model)
+on its first search instead of when the runtime opens — ``simone mcp`` answers the handshake first."""
+
+
 async def _open_documents(setup: ProviderSetup[IndexSettings]) -> OpenedProviders:
+    if setup.options.get(LAZY_OPTION):
+        lazy = LazyDocuments(setup.settings, setup.stack)
+        return OpenedProviders(providers=[lazy], shared={DOCUMENTS_KEY: lazy})
     from simone.providers.documents import DocumentIndex, DocumentIndexProvider
 
     index = await setup.stack.enter_async_context(DocumentIndex.open(setup.settings))
     return OpenedProviders(providers=[DocumentIndexProvider(index)], shared={DOCUMENTS_KEY: index})
+
+
+class LazyDocuments:
+    """The ``documents`` provider, whose index is opened on its first search (then kept open).
+
+    Its embedding chain is built at once (building opens nothing) and shared with memory's semantic
+    leg. :meth:`open` starts the chain (the model) and opens the index into the runtime's exit stack,
+    so both close with the runtime; an open that fails is retried by the next use. The runtime awaits
+    :meth:`open` before each tool call (outside any provider's deadline), so the first call waits for
+    the open instead of timing out.
+    """
+
+    def __init__(self, settings: Settings, stack: AsyncExitStack, *, name: str = "documents") -> None:
+        from simone.providers.embeddings import build_chain
+
+        self._settings = settings
+        self._stack = stack
+        self._name = name
+        self.chain: EmbeddingChain = build_chain(settings.embeddings, data_dir=settings.data_dir)
+        self._lock = anyio.Lock()
+        self._provider: Provider | None = None
+        self._chain_entered = False
+        self.index: DocumentIndex | None = None
+
+    @property
+    def name(self) -> str:
+        """The provider's name (``documents``)."""
+        return self._name
+
+    @property
+    def kind(self) -> ProviderKind:
+        """Always ``document-index``."""
+        return ProviderKind.DOCUMENT_INDEX
+
+    async def open(self) -> Provider:
+        """The real provider, opening the index first if this is the first use."""
+        if self._provider is not None:
+            return self._provider
+        async with self._lock:
+            if self._provider is None:
+                from simone.providers.documents import DocumentIndex, DocumentIndexProvider
+
+                # shielded: a search cancelled at its deadline must not leave a half-open index behind
+                with anyio.CancelScope(shield=True):
+                    if not self._chain_entered:
+                        await self._stack.enter_async_context(self.chain)
+                        self._chain_entered = True
+                    index = await self._stack.enter_async_context(
+                        DocumentIndex.open(self._settings, chain=self.chain)
+                    )
+                self.index = index
+                self._provider = DocumentIndexProvider(index, name=self._name)
+        return self._provider
+
+    async def retrieve(self, request: RetrievalRequest, context: TrustedContext) -> ProviderResponse:
+        """Open the index on first use, then search it."""
+        return await (await self.open()).retrieve(request, context)
 
 
 async def _open_memory(setup: ProviderSetup[MemorySettings]) -> OpenedProviders:
@@ -127,11 +199,17 @@ def discover_provider_packages() -> list[str]:
 def documents_of(shared: dict[str, object]) -> DocumentIndex | None:
     """The document index the documents factory opened, if it ran."""
     index = shared.get(DOCUMENTS_KEY)
-    if index is None:
+    if index is None or isinstance(index, LazyDocuments):  # opened on first search: none yet
         return None
     from simone.providers.documents import DocumentIndex
 
     return _expect(index, DocumentIndex, DOCUMENTS_KEY)
+
+
+def lazy_documents_of(shared: dict[str, object]) -> LazyDocuments | None:
+    """The documents provider opened on first use, when the documents factory ran lazily."""
+    found = shared.get(DOCUMENTS_KEY)
+    return found if isinstance(found, LazyDocuments) else None
 
 
 def memory_store_of(shared: dict[str, object]) -> RuntimeMemoryStore | None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,10 +31,25 @@ from simone.agents._chat import ChatModel
 from simone.agents._loop import LoopLimits
 from simone.agents._openai_chat import OpenAIChatModel
 from simone.agents._orchestrator import Orchestrator
-from simone.agents._providers import discover_provider_packages, documents_of, memory_store_of, research_of
+from simone.agents._providers import (
+    LazyDocuments,
+    discover_provider_packages,
+    documents_of,
+    lazy_documents_of,
+    memory_store_of,
+    research_of,
+)
 from simone.agents._session import ResearchRunner, Session, child_budget, research_result
 from simone.agents._synthesis import Answer, ExtractiveModel
-from simone.agents._tools import ORCHESTRATOR, RESEARCHER, AgentProfile, Tool, ToolContext, ToolRegistry
+from simone.agents._tools import (
+    ORCHESTRATOR,
+    RESEARCHER,
+    AgentProfile,
+    Tool,
+    ToolContext,
+    ToolHandler,
+    ToolRegistry,
+)
 from simone.runtime import (
     PROVIDER_FACTORIES,
     Caller,
@@ -93,6 +109,31 @@ def bundled_docs() -> Path | None:
     """The handbook of simone (``simone.agents.handbook``, shipped in the wheel): the sample documents."""
     here = Path(__file__).resolve().parent / "handbook"
     return here if here.is_dir() and any(here.glob("*.md")) else None
+
+
+def _opening_first(registry: ToolRegistry, lazy: LazyDocuments) -> ToolRegistry:
+    """``registry``'s tools, each opening the lazily opened document index (and model) before it runs.
+
+    The open happens outside the router's per-provider deadline, so a first call that has to load
+    LanceDB and the model waits for them instead of recording the documents provider as timed out.
+    An open that fails is left to the provider, which reports it as its own failure.
+    """
+
+    def opening(handler: ToolHandler[Any]) -> ToolHandler[Any]:
+        async def run(tool_context: ToolContext, args: Any) -> BaseModel:
+            try:
+                await lazy.open()
+            except Exception:  # noqa: BLE001 - the documents provider raises it again as its failure
+                pass
+            return await handler(tool_context, args)
+
+        return run
+
+    opened = ToolRegistry()
+    opened.extend(
+        replace(tool, handler=opening(tool.handler)) for tool in map(registry.get, registry.names())
+    )
+    return opened
 
 
 class Runtime:
@@ -256,6 +297,9 @@ class Runtime:
             )
         )
         self.registry.extend(tools)
+        lazy = lazy_documents_of(shared)
+        if lazy is not None:
+            self.registry = _opening_first(self.registry, lazy)
         self.orchestrator = Orchestrator(
             model=self.model,
             extractive=ExtractiveModel(Analyzer.from_settings(settings.lexical)),

@@ -32,6 +32,12 @@ two sizes side by side (``--peer-chunks``, default N/10, then ``--chunks``, defa
    factor) against exact search (``search_vector(exact=True)``) on ``--recall-queries`` queries,
    without and with the path filter; the exact search's latency is the peer. ``--hnsw`` also builds
    IVF_HNSW_SQ on the largest size, measures it, and restores IVF_FLAT.
+4. **Against the engine underneath** (each size): simone's hybrid beside LanceDB's own hybrid query
+   (its vector search + its native FTS over ``text`` + ``RRFReranker``, same table, same
+   query-embedding call, k = 10, the nprobes simone uses), interleaved query by query on the
+   ``--recall-queries`` sample, with p50/p95 of simone's legs from its trace and recall@10 of both
+   against exact vector search (``engine_comparison`` of ``benchmarks/index_speed.py``; the FTS
+   index on ``text`` is built once and kept).
 
 The machine is shared (2 cores, other engineers' jobs): latencies are p50/p95 of at least 200
 queries by default, with the 1-minute load average recorded before and after each block.
@@ -66,6 +72,7 @@ import lancedb
 import numpy as np
 import numpy.typing as npt
 from _index_common import CACHE, default_data_dir, load_jsonl, percentile, save
+from index_speed import engine_comparison, ensure_text_fts
 from simone.providers.documents import DocumentIndex, DocumentIndexProvider
 from simone.providers.documents._store import VECTOR_INDEX, Collection, DocumentStore, build_where
 from simone.providers.embeddings import OnnxMiniLMEmbedder
@@ -495,6 +502,22 @@ async def query_phase(
             index_info = await collection.vector_index()
             partitions = index_info[1] if index_info is not None else 0
             effective = max(settings.ann_nprobes, math.ceil(settings.ann_probe_share * partitions))
+            # simone's hybrid vs LanceDB's own hybrid (vector + its FTS on text + RRFReranker), same
+            # table, same query-embedding call, k=10, the nprobes simone uses; interleaved query by
+            # query, recall@10 of both against exact vector search (benchmarks/index_speed.py step 5).
+            fts_s = await ensure_text_fts(collection)
+            exact = settings.model_copy(
+                update={"ann_nprobes": 10_000, "ann_probe_share": 0.0, "ann_refine_factor": 0}
+            )
+            async with DocumentIndex(store, chain, settings=exact, collection=COLLECTION) as exact_index:
+                engine = await engine_comparison(index, exact_index, sample, effective)
+            out["engine"] = {"text_fts_build_s": round(fts_s, 1), **engine}
+            log(
+                f"  {chunks:>9,} hybrid p95: simone {engine['simone_hybrid']['p95_ms']:.1f} ms, LanceDB's "
+                f"own {engine['lancedb_hybrid']['p95_ms']:.1f} ms; recall@10 vs exact "
+                f"{engine['recall@10_vs_exact']}; legs p95 "
+                + ", ".join(f"{k} {v['p95_ms']:.1f}" for k, v in engine["legs"].items())
+            )
             out["nprobes_default"] = effective
             sweep = sorted({settings.ann_nprobes, effective, *args.nprobes})
             out["recall"] = {

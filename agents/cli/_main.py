@@ -6,27 +6,49 @@ sets ``func`` (an ``async def (args) -> int`` returning the exit code) with ``pa
 Every error a user can cause ends in one line on stderr, ``simone: error: <what> — <what to do>``, and
 the documented exit status: 2 for a usage error (bad arguments), 1 for anything else. An error simone
 did not foresee is one line too, plus the traceback when ``SIMONE_DEBUG=1``.
+
+Start-up imports only what the command run needs: the parser is built in two steps, first with a
+placeholder per command (its one-line help from :data:`COMMAND_HELP`) to learn which command was given,
+then with that command's module imported and registered. ``simone --help`` and ``simone --version``
+import no command module, and so none of pydantic, anyio, LanceDB, onnxruntime or the MCP SDK.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.metadata
 import os
-import sqlite3
 import sys
-import traceback
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-import anyio
-from pydantic import ValidationError
-from simone.runtime import ConfigError, NotFound, ProviderError, SimoneError, describe_validation_error
-
-COMMANDS: tuple[str, ...] = ("index", "search", "ask", "research", "memory", "doctor", "mcp")
+COMMANDS: tuple[str, ...] = (
+    "index",
+    "search",
+    "ask",
+    "research",
+    "memory",
+    "doctor",
+    "mcp",
+    "serve",
+    "token",
+)
 """Command modules, in the order they appear in ``simone --help``."""
+
+COMMAND_HELP: dict[str, str] = {
+    "index": "index files into the document index (incremental; Markdown, text, code, HTML, PDF)",
+    "search": "search the document index (or a folder of text files) through the router",
+    "ask": "answer a question with citations from memory and the indexed documents",
+    "research": "bounded web research with cited sources (needs a search backend)",
+    "memory": "notes, todos, checklists, facts and task states (SQLite, scoped)",
+    "doctor": "show the index's collections, spaces, pending rows and the embedding chain's health",
+    "mcp": "serve retrieve_context, the memory tools (and web_research for researchers) over MCP stdio",
+    "serve": "serve the MCP tools over streamable HTTP to many callers, scoped by bearer tokens",
+    "token": "create, list and revoke the bearer tokens of 'simone serve'",
+}
+"""Each command's one-line help in ``simone --help``, shown without importing its module (a test checks
+it is the help its module registers). A command missing here is imported to learn it."""
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -49,14 +71,36 @@ class CliParser(argparse.ArgumentParser):
 
 def version() -> str:
     """The installed distribution's version (``unknown`` when run from a tree that was never installed)."""
+    import importlib.metadata
+
     try:
         return importlib.metadata.version("simone")
     except importlib.metadata.PackageNotFoundError:
         return "unknown"
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full parser with every registered command."""
+class _VersionAction(argparse.Action):
+    """``--version``: looks the installed version up only when asked (the metadata scan costs start-up)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        sys.stdout.write(f"simone {version()}\n")
+        parser.exit()
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser; every command's module registered, or only ``command``'s (the rest as placeholders).
+
+    Args:
+        command: the command the arguments name (from a first parse with placeholders only, see
+            :func:`main`); ``None`` registers every command — the full parser.
+    """
+    return _parser(command, placeholders=command is not None)
+
+
+def _parser(command: str | None, *, placeholders: bool) -> argparse.ArgumentParser:
     from simone.agents.cli._settings import nonempty_path
 
     parser = CliParser(
@@ -64,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Routed retrieval for agents: memory, documents and researcher-only web search.",
         epilog="exit status: 0 ok, 1 error, 2 usage error, 3 no results (ask, research, memory search)",
     )
-    parser.add_argument("--version", action="version", version=f"simone {version()}")
+    parser.add_argument("--version", action=_VersionAction, help="show the version and exit")
     parser.add_argument(
         "--config",
         type=nonempty_path,
@@ -77,15 +121,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
-        module = importlib.import_module(f"simone.agents.cli._{name}")
-        module.register(subparsers)
+        if placeholders and name != command and name in COMMAND_HELP:
+            # add_help=False: `simone CMD --help` reaches the second parse, which has CMD's own parser
+            subparsers.add_parser(name, help=COMMAND_HELP[name], add_help=False)
+        else:
+            module = importlib.import_module(f"simone.agents.cli._{name}")
+            module.register(subparsers)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (0 ok, 1 error, 2 usage, 3 no results where documented)."""
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
     try:
+        # first parse: placeholders only, to learn the command (or print the top-level help/version)
+        first, _ = _parser(None, placeholders=True).parse_known_args(argv)
+        parser = build_parser(getattr(first, "command", None) or "")
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version, or a usage error (already printed, one line)
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
@@ -93,6 +144,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if func is None:
         parser.print_help()
         return EXIT_USAGE
+    import anyio
+
     try:
         return anyio.run(func, args)
     except KeyboardInterrupt:
@@ -115,6 +168,10 @@ def report(exc: BaseException, command: str = "simone", *, data_dir: Path | None
         data_dir: the data directory the command used, when its settings were loaded: an error while
             it is read-only says so.
     """
+    import traceback
+
+    from simone.runtime import ConfigError
+
     exc = _leaf(exc)
     what, todo, foreseen = describe(exc, command)
     debug = os.environ.get(DEBUG_ENV, "").strip() not in ("", "0")
@@ -141,6 +198,11 @@ def _read_only(path: Path) -> bool:
 
 def describe(exc: BaseException, command: str = "simone") -> tuple[str, str, bool]:
     """What went wrong, what to do about it, and whether simone foresaw this kind of error."""
+    import sqlite3
+
+    from pydantic import ValidationError
+    from simone.runtime import NotFound, ProviderError, SimoneError, describe_validation_error
+
     help_hint = f"see '{command} --help'"
     if isinstance(exc, SimoneError):
         what = str(exc)
@@ -192,7 +254,8 @@ def _one_line(text: str) -> str:
 
 
 def _command(args: argparse.Namespace) -> str:
-    words = ["simone", getattr(args, "command", None), getattr(args, "memory_command", None)]
+    sub = getattr(args, "memory_command", None) or getattr(args, "token_command", None)
+    words = ["simone", getattr(args, "command", None), sub]
     return " ".join(w for w in words if w)
 
 

@@ -8,9 +8,10 @@ import math
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from simone.runtime import ConfigError, Settings, load_settings
+if TYPE_CHECKING:
+    from simone.runtime import Settings
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
@@ -20,6 +21,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         ConfigError: the settings are invalid, or the data directory cannot be a folder (it is a file,
             or lies under one, like ``/dev/null``).
     """
+    from simone.runtime import load_settings
+
     overrides: dict[str, Any] = {}
     data_dir = getattr(args, "data_dir", None)
     if data_dir:
@@ -39,6 +42,8 @@ def check_data_dir(path: Path) -> None:
     Raises:
         ConfigError: ``path`` or one of its parents exists and is not a directory.
     """
+    from simone.runtime import ConfigError
+
     probe = path
     while True:
         try:

@@ -13,9 +13,16 @@ fp32. This module turns it into a graph that computes in int8, reproducibly, fro
 4. **gate** — both graphs embed :data:`~simone.providers.embeddings._gate.GATE_SENTENCES`; the quantised
    one is used only when the mean cosine to the reference is at least :data:`GATE_MIN_COSINE`.
 
-The result lives in the data directory (``<data_dir>/models/``) beside a JSON report of its gate, named
-after the recipe, the source file's sha256 and the onnxruntime version, so it is rebuilt only when one
-of them changes; a failed gate is remembered too and the original model is used (the fallback). Both
+The result is built once per user, not per data directory: it lives in a shared cache folder
+(:func:`default_models_dir`: ``$SIMONE_MODELS_DIR``, else the per-user cache of ``platformdirs``, e.g.
+``~/.cache/simone/models``) beside a JSON report of its gate, named after the recipe, the source file's
+sha256 and the onnxruntime version, so it is rebuilt only when one of them changes. Two processes that
+start at once build it once: the build holds an OS lock (``flock``) on ``<name>.lock`` and the second
+process, once it gets the lock, finds the finished build; every file is written under a unique scratch
+name and renamed into place, so no process ever reads a half-written graph or report. A start-up that
+finds the build does not hash 80 MB again: digests are remembered by file size and modification time
+(``file-digests.cache``, JSON). A failed gate is remembered too and the original model is used (the
+fallback). Both
 graphs compute the same model, so they share the ``onnx:all-MiniLM-L6-v2:384`` space — the gate is
 what makes that claim true. The SciFact retrieval check lives in ``benchmarks/embedder_speed.py``.
 
@@ -25,7 +32,7 @@ every intermediate file, onnxruntime's own ``ort.quant.*`` temporary folders inc
 ``.build-*`` folder beside the target that is removed when the build ends, fails or is interrupted
 (``KeyboardInterrupt`` too); one left by a killed process is removed by the next build.
 
-Run it by hand (needs the ``onnx`` package): ``python -m simone.providers.embeddings.quantize DIR``.
+Run it by hand (needs the ``onnx`` package): ``python -m simone.providers.embeddings.quantize [DIR]``.
 """
 
 from __future__ import annotations
@@ -48,6 +55,7 @@ from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
+import platformdirs
 from simone.providers.embeddings._gate import GATE_SENTENCES
 from simone.providers.embeddings.minilm import (
     DIMENSION,
@@ -59,6 +67,10 @@ from simone.providers.embeddings.minilm import (
     sha256_file,
 )
 
+#: Overrides where the int8 build is kept (default: the per-user cache folder, see :func:`default_models_dir`).
+MODELS_DIR_ENV = "SIMONE_MODELS_DIR"
+#: The file (in the models folder) that remembers file digests by path, size and modification time.
+DIGESTS_FILE = "file-digests.cache"
 #: Bump when the recipe (steps, options, gate sentences) changes: old builds are then ignored.
 RECIPE_VERSION = 3
 #: The least mean cosine to the reference vectors on the gate sentences.
@@ -139,6 +151,85 @@ def _ort_version() -> str:
     import onnxruntime
 
     return str(onnxruntime.__version__)
+
+
+def default_models_dir() -> Path:
+    """Where the int8 build is kept for every data directory of this user.
+
+    ``$SIMONE_MODELS_DIR`` when set, else ``<user cache>/simone/models`` (``platformdirs``).
+    """
+    override = os.environ.get(MODELS_DIR_ENV, "").strip()
+    if override:
+        return Path(override).expanduser()
+    return Path(platformdirs.user_cache_dir("simone", appauthor=False)) / "models"
+
+
+def file_digest(path: Path, directory: Path) -> str:
+    """sha256 of ``path``, remembered in ``directory/file-digests.cache`` by size and modification time.
+
+    A file whose size or ``mtime_ns`` changed is hashed again; a memo that cannot be read or written is
+    no error (the file is hashed).
+    """
+    stat = path.stat()
+    key = str(path.resolve())
+    memo_path = directory / DIGESTS_FILE
+    try:
+        memo = json.loads(memo_path.read_text(encoding="utf-8"))
+        if not isinstance(memo, dict):
+            memo = {}
+    except (OSError, ValueError):
+        memo = {}
+    known = memo.get(key)
+    if (
+        isinstance(known, list)
+        and known[:2] == [stat.st_size, stat.st_mtime_ns]
+        and isinstance(known[2], str)
+    ):
+        return known[2]
+    digest = sha256_file(path)
+    memo[key] = [stat.st_size, stat.st_mtime_ns, digest]
+    with contextlib.suppress(OSError):
+        _write_atomically(memo_path, json.dumps(memo, indent=1) + "\n")
+    return digest
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to a unique scratch file beside ``path`` and rename it into place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, scratch = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(scratch, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(scratch)
+        raise
+
+
+@contextlib.contextmanager
+def _interprocess_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``path``, waiting for it.
+
+    A no-op where there is no ``flock`` (Windows) or the folder cannot be written (the build then fails
+    or falls back on its own); atomic renames keep readers safe either way.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: atomic renames still keep readers safe
+        yield
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing drops the lock
 
 
 def build_name(source_sha256: str) -> str:
@@ -358,22 +449,44 @@ def gate(reference: Path, candidate: Path, *, threads: int = 2) -> tuple[float, 
 def prepare(source: Path, directory: Path, *, threads: int = 2, rebuild: bool = False) -> Choice:
     """Choose the graph to run: the gated quantised build (built now if missing), else ``source``.
 
+    ``directory`` is usually :func:`default_models_dir` (one build per user). Processes that call this
+    at once build once: the others wait for the build's lock and then use its result.
+
     Never raises for a failed build or gate: the reference is chosen and the reason recorded (a failed
     gate is remembered in its report, so the build is not retried until the recipe or versions change).
     """
-    started = time.perf_counter()
-    source_sha = sha256_file(source)
+    source_sha = file_digest(source, directory)
     target = directory / build_name(source_sha)
+    if not rebuild:
+        found = _reuse(source, source_sha, target, directory)
+        if found is not None:
+            return found
+    with _interprocess_lock(target.with_suffix(".lock")):
+        if not rebuild:  # another process may have finished the build while this one waited
+            found = _reuse(source, source_sha, target, directory)
+            if found is not None:
+                return found
+        return _build_and_gate(source, source_sha, target, directory, threads)
+
+
+def _reuse(source: Path, source_sha: str, target: Path, directory: Path) -> Choice | None:
+    """The choice an earlier build's report makes (passed: its graph; failed: the reference), if any."""
     report_path = target.with_suffix(".json")
-    if not rebuild and report_path.is_file():
-        report = _read_report(report_path)
-        if report is not None and report.source_sha256 == source_sha:
-            if not report.passed:
-                return Choice(
-                    "reference", source, f"quantised build failed its gate: {report.reason}", report
-                )
-            if target.is_file() and sha256_file(target) == report.model_sha256:
-                return Choice("quantized", target, _passed_reason(report), report)
+    if not report_path.is_file():
+        return None
+    report = _read_report(report_path)
+    if report is None or report.source_sha256 != source_sha:
+        return None
+    if not report.passed:
+        return Choice("reference", source, f"quantised build failed its gate: {report.reason}", report)
+    if target.is_file() and file_digest(target, directory) == report.model_sha256:
+        return Choice("quantized", target, _passed_reason(report), report)
+    return None
+
+
+def _build_and_gate(source: Path, source_sha: str, target: Path, directory: Path, threads: int) -> Choice:
+    started = time.perf_counter()
+    report_path = target.with_suffix(".json")
     try:
         build_quantized(source, target)
     except ImportError as exc:
@@ -386,7 +499,7 @@ def prepare(source: Path, directory: Path, *, threads: int = 2, rebuild: bool = 
     mean, worst = gate(source, target, threads=threads)
     passed = mean >= GATE_MIN_COSINE
     reason = "" if passed else f"mean cosine {mean:.4f} < {GATE_MIN_COSINE}"
-    report = _report(passed, mean, worst, source_sha, sha256_file(target), started, reason)
+    report = _report(passed, mean, worst, source_sha, file_digest(target, directory), started, reason)
     _remember(report_path, report)
     if not passed:
         target.unlink(missing_ok=True)
@@ -429,10 +542,7 @@ def _report(
 
 
 def _write_report(path: Path, report: GateReport) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    scratch = path.with_suffix(".json.tmp")
-    scratch.write_text(json.dumps(asdict(report), indent=2) + "\n", encoding="utf-8")
-    os.replace(scratch, path)
+    _write_atomically(path, json.dumps(asdict(report), indent=2) + "\n")
 
 
 def _read_report(path: Path) -> GateReport | None:
@@ -445,11 +555,18 @@ def _read_report(path: Path) -> GateReport | None:
 def main(argv: list[str] | None = None) -> int:
     """Build and gate the quantised graph into a folder; print the report."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("directory", type=Path, help="where to write the graph and its report")
+    parser.add_argument(
+        "directory",
+        type=Path,
+        nargs="?",
+        default=None,
+        help="where to write the graph and its report (default: the shared per-user cache folder)",
+    )
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--rebuild", action="store_true", help="build even if a report exists")
     args = parser.parse_args(argv)
-    choice = prepare(packaged_model_path(), args.directory, threads=args.threads, rebuild=args.rebuild)
+    directory = args.directory if args.directory is not None else default_models_dir()
+    choice = prepare(packaged_model_path(), directory, threads=args.threads, rebuild=args.rebuild)
     summary = {"variant": choice.variant, "path": str(choice.path), "reason": choice.reason}
     sys.stdout.write(json.dumps(summary, indent=2) + "\n")
     return 0 if choice.variant == "quantized" else 1

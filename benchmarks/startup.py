@@ -1,0 +1,330 @@
+"""Whole-process latency users feel: ``simone --help``, ``search``, warm ``ask`` and ``mcp`` to initialize.
+
+Each simone command runs beside its reference command, interleaved round by round in one run (the
+machine is shared and noisy: compare the ratios, not the seconds):
+
+* ``simone --help``          vs ``python -c "import argparse, rich"`` (what any rich CLI pays);
+* ``simone search QUERY``    vs the engine floor: a fresh Python that imports lancedb, onnxruntime and
+  tokenizers, opens the same table, loads the same int8 graph, embeds the query and runs LanceDB's own
+  vector search (``limit 10``) — what one query costs in a fresh process before simone does anything;
+* ``simone ask QUESTION``    (warm: the index and the int8 graph exist) vs the same engine floor;
+* ``simone mcp`` spawn → ``initialize`` answered vs a bare official-SDK stdio server (``mcp`` low-level
+  ``Server``) that registers the same tool list (read from ``simone mcp``'s ``tools/list``) and nothing
+  else; then simone's first ``retrieve_context`` call (the first-call latency, index and model loaded
+  on first use).
+
+Each figure is wall seconds (min / median / max over ``--runs``) and the child's CPU seconds (user +
+system, median), which moves much less than wall time on a shared machine.
+
+Run: ``python benchmarks/startup.py [--runs 5] [--label before|after]``; writes
+``benchmarks/results/startup[-LABEL].json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _index_common import save
+
+QUERY = "how are rankings fused"
+QUESTION = "How does simone fuse rankings?"
+PYTHON = sys.executable
+_SCRIPT = Path(PYTHON).parent / "simone"
+SIMONE = [str(_SCRIPT)] if _SCRIPT.is_file() else [PYTHON, "-m", "simone.agents.cli"]
+"""The ``simone`` console script of this interpreter's environment (what a user runs)."""
+
+ENGINE_FLOOR = r"""
+import sys, glob, os
+import numpy as np
+import lancedb, onnxruntime
+from tokenizers import Tokenizer
+data_dir, model, tokenizer, query = sys.argv[1:5]
+tok = Tokenizer.from_file(tokenizer)
+tok.enable_truncation(256)
+options = onnxruntime.SessionOptions()
+options.intra_op_num_threads = 2
+session = onnxruntime.InferenceSession(model, sess_options=options, providers=["CPUExecutionProvider"])
+enc = tok.encode(query)
+ids = np.array([enc.ids], dtype=np.int64)
+mask = np.array([enc.attention_mask], dtype=np.int64)
+feeds = {"input_ids": ids, "attention_mask": mask}
+if any(i.name == "token_type_ids" for i in session.get_inputs()):
+    feeds["token_type_ids"] = np.zeros_like(ids)
+hidden = session.run(None, feeds)[0]
+vec = (hidden * mask[..., None]).sum(1) / mask.sum(1, keepdims=True)
+vec = vec / np.linalg.norm(vec, axis=1, keepdims=True)
+db = lancedb.connect(os.path.join(data_dir, "index"))
+table = db.open_table("documents")
+column = next(f.name for f in table.schema if str(f.type).startswith("fixed_size_list"))
+rows = table.search(vec[0], vector_column_name=column).limit(10).to_list()
+print(len(rows))
+"""
+
+BARE_MCP = r"""
+import json, sys
+import anyio
+import mcp.types as types
+from mcp.server import Server
+from mcp.server.stdio import stdio_server
+tools = [types.Tool(**t) for t in json.loads(open(sys.argv[1], encoding="utf-8").read())]
+async def list_tools(ctx, params):
+    return types.ListToolsResult(tools=tools)
+async def call_tool(ctx, params):
+    return types.CallToolResult(content=[types.TextContent(type="text", text="{}")])
+server = Server("bare", on_list_tools=list_tools, on_call_tool=call_tool)
+async def main():
+    async with stdio_server() as (r, w):
+        await server.run(r, w, server.create_initialization_options())
+anyio.run(main)
+"""
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
+    """Wall and CPU seconds of one run of ``cmd`` (its output discarded; a failure raises)."""
+    cpu = _cpu()
+    started = time.perf_counter()
+    done = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - started
+    if done.returncode not in (0, 3):
+        raise RuntimeError(f"{' '.join(cmd)} exited {done.returncode}: {done.stderr[-2000:]}")
+    return wall, _cpu() - cpu
+
+
+def _send(proc: subprocess.Popen[bytes], message: dict[str, Any]) -> None:
+    assert proc.stdin is not None
+    proc.stdin.write((json.dumps(message) + "\n").encode())
+    proc.stdin.flush()
+
+
+def _receive(proc: subprocess.Popen[bytes], want_id: int) -> dict[str, Any]:
+    assert proc.stdout is not None
+    while True:
+        line = proc.stdout.readline()
+        if not line:
+            err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+            raise RuntimeError(f"the MCP server closed its stdout: {err[-2000:]}")
+        message: dict[str, Any] = json.loads(line)
+        if message.get("id") == want_id:
+            return message
+
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "startup-bench", "version": "1"},
+    },
+}
+
+
+def mcp_session(cmd: list[str], env: dict[str, str], cwd: Path, *, call: bool) -> dict[str, Any]:
+    """Spawn → initialize answered (s); then tools/list and, with ``call``, one retrieve_context (s)."""
+    cpu = _cpu()
+    started = time.perf_counter()
+    proc = subprocess.Popen(
+        cmd, env=env, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        _send(proc, INITIALIZE)
+        init = _receive(proc, 1)
+        if "result" not in init:
+            raise RuntimeError(f"initialize failed: {init}")
+        initialized = time.perf_counter() - started
+        _send(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        _send(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}})
+        tools = _receive(proc, 2)["result"]["tools"]
+        first_call = None
+        if call:
+            began = time.perf_counter()
+            _send(
+                proc,
+                {
+                    "jsonrpc": "2.0",
+                    "id": 3,
+                    "method": "tools/call",
+                    "params": {"name": "retrieve_context", "arguments": {"query": QUERY}},
+                },
+            )
+            reply = _receive(proc, 3)
+            if reply.get("result", {}).get("isError"):
+                raise RuntimeError(f"retrieve_context failed: {reply}")
+            first_call = time.perf_counter() - began
+    finally:
+        if proc.stdin is not None:
+            proc.stdin.close()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return {"initialize_s": initialized, "first_call_s": first_call, "tools": tools, "cpu_s": _cpu() - cpu}
+
+
+def model_path(data_dir: Path) -> Path:
+    """The int8 graph simone built (the shared user cache, else the data directory's), else the packaged one."""
+    candidates = sorted(data_dir.glob("models/*.onnx"))
+    if not candidates:
+        import platformdirs
+
+        cache = Path(platformdirs.user_cache_dir("simone", appauthor=False))
+        candidates = sorted(cache.glob("**/all-MiniLM-L6-v2.int8*.onnx"))
+    if candidates:
+        return candidates[-1]
+    from simone.providers.embeddings.minilm import packaged_model_path
+
+    return packaged_model_path()
+
+
+def stats(values: list[float]) -> dict[str, float]:
+    return {
+        "min": round(min(values), 3),
+        "median": round(statistics.median(values), 3),
+        "max": round(max(values), 3),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument(
+        "shared_data",
+        nargs="?",
+        default=None,
+        help="unused (benchmarks/run_all.py passes the shared data dir)",
+    )
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--label", default="", help="suffix of the results file (e.g. before, after)")
+    parser.add_argument("--data-dir", type=Path, default=None, help="a data dir to use (default: a temp one)")
+    args = parser.parse_args(argv)
+    owned = args.data_dir is None
+    data_dir = Path(tempfile.mkdtemp(prefix="simone-startup-")) if owned else args.data_dir
+    env = {**os.environ, "SIMONE_DATA_DIR": str(data_dir), "PYTHONDONTWRITEBYTECODE": "0"}
+    env.pop("SIMONE_CONFIG", None)
+    workdir = Path(tempfile.mkdtemp(prefix="simone-startup-cwd-"))  # no ./simone.toml is picked up
+    scratch = Path(tempfile.mkdtemp(prefix="simone-startup-tools-"))
+    try:
+        # warm-up: index the handbook and build the int8 graph (the first `simone ask` does both)
+        first = subprocess.run(
+            [*SIMONE, "ask", QUESTION], env=env, cwd=workdir, capture_output=True, text=True, check=False
+        )
+        if first.returncode not in (0, 3):
+            raise RuntimeError(f"the first simone ask failed: {first.stderr[-2000:]}")
+        import simone.providers.embeddings.minilm as minilm
+
+        tokenizer = Path(minilm.__file__).parent / "tokenizer.json"
+        model = model_path(data_dir)
+        floor = [PYTHON, "-c", ENGINE_FLOOR, str(data_dir), str(model), str(tokenizer), QUERY]
+        probe = mcp_session([*SIMONE, "mcp", "--actor", "bench"], env, workdir, call=False)
+        tools_file = scratch / "tools.json"
+        tools_file.write_text(
+            json.dumps(
+                [
+                    {"name": t["name"], "description": t.get("description"), "input_schema": t["inputSchema"]}
+                    for t in probe["tools"]
+                ]
+            ),
+            encoding="utf-8",
+        )
+        bare = [PYTHON, "-c", BARE_MCP, str(tools_file)]
+        pairs: dict[str, tuple[list[str], list[str]]] = {
+            "help": ([*SIMONE, "--help"], [PYTHON, "-c", "import argparse, rich"]),
+            "search": ([*SIMONE, "search", QUERY], floor),
+            "ask (warm)": ([*SIMONE, "ask", QUESTION], floor),
+        }
+        walls: dict[str, dict[str, list[float]]] = {k: {"ours": [], "peer": []} for k in [*pairs, "mcp"]}
+        cpus: dict[str, dict[str, list[float]]] = {k: {"ours": [], "peer": []} for k in [*pairs, "mcp"]}
+        first_calls: list[float] = []
+        for _ in range(args.runs):
+            for name, (ours, peer) in pairs.items():
+                for side, cmd in (("ours", ours), ("peer", peer)):
+                    wall, cpu = timed(cmd, env, workdir)
+                    walls[name][side].append(wall)
+                    cpus[name][side].append(cpu)
+            ours_mcp = mcp_session([*SIMONE, "mcp", "--actor", "bench"], env, workdir, call=True)
+            peer_mcp = mcp_session(bare, env, workdir, call=False)
+            walls["mcp"]["ours"].append(ours_mcp["initialize_s"])
+            walls["mcp"]["peer"].append(peer_mcp["initialize_s"])
+            cpus["mcp"]["ours"].append(ours_mcp["cpu_s"])
+            cpus["mcp"]["peer"].append(peer_mcp["cpu_s"])
+            first_calls.append(float(ours_mcp["first_call_s"]))
+    finally:
+        if owned:
+            shutil.rmtree(data_dir, ignore_errors=True)
+        shutil.rmtree(workdir, ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
+    peers = {
+        "help": 'python -c "import argparse, rich"',
+        "search": "engine floor (lancedb + onnxruntime, one vector query)",
+        "ask (warm)": "engine floor (lancedb + onnxruntime, one vector query)",
+        "mcp": "bare official-SDK stdio server, same tool list",
+    }
+    targets = {"help": 1.2, "mcp": 1.5}
+    rows: list[dict[str, Any]] = []
+    print(
+        f"{args.runs} runs, interleaved; wall s min/median/max; CPU s median (shared machine: read the ratios)"
+    )
+    header = f"{'command':<14} {'ours wall':>22} {'peer wall':>22} {'ratio':>6} {'ours cpu':>9} {'peer cpu':>9}  peer"
+    print(header)
+    summary: list[dict[str, Any]] = []
+    for name in walls:
+        mine, theirs = stats(walls[name]["ours"]), stats(walls[name]["peer"])
+        ratio = mine["median"] / theirs["median"] if theirs["median"] else float("nan")
+        cpu_ours = statistics.median(cpus[name]["ours"])
+        cpu_peer = statistics.median(cpus[name]["peer"])
+        row = {
+            "command": name,
+            "ours_wall_s": mine,
+            "peer_wall_s": theirs,
+            "ratio_median": round(ratio, 3),
+            "ours_cpu_s": round(cpu_ours, 3),
+            "peer_cpu_s": round(cpu_peer, 3),
+            "peer": peers[name],
+        }
+        rows.append(row)
+        fmt = "{min:.2f}/{median:.2f}/{max:.2f}"
+        print(
+            f"{name:<14} {fmt.format(**mine):>22} {fmt.format(**theirs):>22} {ratio:>6.2f} "
+            f"{cpu_ours:>9.2f} {cpu_peer:>9.2f}  {peers[name]}"
+        )
+        item: dict[str, Any] = {
+            "section": "Speed — start-up",
+            "metric": f"simone {name}: process wall time, median of {args.runs} (s)",
+            "ours": mine["median"],
+            "peer_name": peers[name],
+            "peer": theirs["median"],
+            "ratio": round(ratio, 3),
+            "better": "lower",
+        }
+        if name in targets:
+            item["target"] = {"on": "ratio", "op": "<=", "value": targets[name]}
+        summary.append(item)
+    call = stats(first_calls)
+    print(f"mcp first retrieve_context call: {call['min']:.2f}/{call['median']:.2f}/{call['max']:.2f} s")
+    name = f"startup-{args.label}" if args.label else "startup"
+    path = save(name, {"runs": args.runs, "rows": rows, "mcp_first_call_s": call, "summary": summary})
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

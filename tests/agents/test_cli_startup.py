@@ -1,0 +1,105 @@
+"""The CLI starts like a CLI: ``--help`` imports no heavy dependency, and ``simone mcp`` opens the index late.
+
+Checked by what a fresh process has imported (``sys.modules``), never by timing; the timings are in
+``benchmarks/startup.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+from simone.agents._providers import LAZY_OPTION, LazyDocuments
+from simone.agents._runtime import Runtime
+from simone.agents._tools import ORCHESTRATOR
+from simone.agents.cli import _main
+from simone.runtime import Caller, EmbeddingSettings, SearchMode, Settings, TrustedContext
+
+HEAVY = ("mcp", "lancedb", "onnxruntime", "pydantic", "anyio", "pyarrow", "numpy", "simone.runtime")
+
+PROBE = """
+import json, sys
+from simone.agents.cli import main
+try:
+    code = main(sys.argv[1:])
+except SystemExit as exc:
+    code = exc.code
+sys.stdout.flush()
+sys.stderr.write(json.dumps({"code": code, "modules": sorted(sys.modules)}))
+"""
+
+
+def _imported(*argv: str) -> tuple[int, set[str], str]:
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, check=False, timeout=120
+    )
+    report = json.loads(done.stderr.strip().splitlines()[-1])
+    return int(report["code"]), set(report["modules"]), done.stdout
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["--version"], []])
+def test_help_and_version_import_no_heavy_dependency(argv: list[str]) -> None:
+    code, modules, out = _imported(*argv)
+    assert code in (0, 2)
+    loaded = sorted(name for name in HEAVY if name in modules)
+    assert not loaded, f"simone {' '.join(argv)} imported {loaded}"
+    if argv == ["--help"]:
+        for name in _main.COMMANDS:
+            assert name in out, f"{name} missing from simone --help"
+
+
+def test_a_command_imports_only_its_own_module() -> None:
+    code, modules, _ = _imported("memory", "--help")
+    assert code == 0
+    others = sorted(f"simone.agents.cli._{n}" for n in _main.COMMANDS if n != "memory")
+    assert not [m for m in others if m in modules]
+    assert "mcp" not in modules and "lancedb" not in modules
+
+
+def test_the_listed_help_is_what_each_command_registers() -> None:
+    """``COMMAND_HELP`` (shown without importing the modules) says what the modules themselves say."""
+    parser = _main.build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    registered = {choice.dest: choice.help for choice in sub._choices_actions}
+    assert registered == {name: _main.COMMAND_HELP[name] for name in _main.COMMANDS}
+    assert set(_main.COMMAND_HELP) == set(_main.COMMANDS)
+
+
+def test_the_search_modes_offered_are_the_search_modes() -> None:
+    parser = _main.build_parser("search")
+    args = parser.parse_args(["search", "q", "--mode", "lexical"])
+    assert args.mode == "lexical"
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    search = sub.choices["search"]
+    mode = next(a for a in search._actions if a.dest == "mode")
+    assert list(mode.choices or ()) == [m.value for m in SearchMode]
+
+
+def test_a_lazy_runtime_opens_the_index_on_first_search(tmp_path: Path) -> None:
+    """``simone mcp``'s runtime: nothing of LanceDB is opened until a search needs it."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "fusion.md").write_text("# Fusion\n\nReciprocal rank fusion merges rankings.\n", encoding="utf-8")
+    settings = Settings(data_dir=tmp_path / "data", embeddings=EmbeddingSettings(chain=["onnx"], cache=False))
+
+    async def go() -> None:
+        from simone.providers.documents import DocumentIndex
+
+        async with DocumentIndex.open(settings) as index:
+            await index.index_paths([docs])
+        async with Runtime.open(settings, web=False, provider_options={"index": {LAZY_OPTION: True}}) as rt:
+            assert rt.router is not None
+            (lazy,) = [p for p in rt.router.providers.values() if isinstance(p, LazyDocuments)]
+            assert lazy.index is None, "the index was opened before the first search"
+            assert "retrieve_context" in {t.name for t in rt.registry.for_profile(ORCHESTRATOR)}
+            context = TrustedContext(actor="tester", caller=Caller.ORCHESTRATOR)
+            result = await rt.retrieve(context, "reciprocal rank fusion", providers=["documents"])
+            assert lazy.index is not None
+            assert any("Reciprocal rank fusion" in e.content for e in result.evidence)
+
+    anyio.run(go)
