@@ -152,6 +152,96 @@ class _Prepared:
     notes: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class FilePreparer:
+    """Reads, loads, chunks and analyses files: the work before embedding, in a thread or on a Ray worker.
+
+    A file whose digest (with the chunker's state) is the one ``existing`` records is ``unchanged``;
+    a file that cannot be read or loaded is skipped with its reason.
+    """
+
+    settings: IndexSettings
+    chunker: Chunker
+    analyzer: Analyzer
+
+    def prepare_group(
+        self, group: Sequence[SourceFile], existing: dict[str, str], project: str
+    ) -> list[_Prepared]:
+        """Each file of ``group`` prepared (see :meth:`prepare_safely`), in order."""
+        return [self.prepare_safely(source, existing, project) for source in group]
+
+    def prepare_safely(self, source: SourceFile, existing: dict[str, str], project: str) -> _Prepared:
+        """:meth:`prepare`, with any failure of that one file turned into a skip with its reason.
+
+        A loader or the chunker may raise anything on a file (a missing optional package, a
+        library bug on malformed input): that file is skipped — its old chunks kept, as the cause
+        may pass — and the run goes on.
+        """
+        try:
+            return self.prepare(source, existing, project)
+        except Exception as exc:  # noqa: BLE001 - one bad file must never end the run
+            reason = f"could not be loaded: {type(exc).__name__}: {exc}"
+            return _Prepared(
+                source, source.path.as_posix(), skipped=SkippedFile(source.display, reason, False)
+            )
+
+    def prepare(self, source: SourceFile, existing: dict[str, str], project: str) -> _Prepared:
+        """Read ``source``; unchanged (digest as in ``existing``), skipped, or its chunks and terms."""
+        path = source.path.as_posix()
+        data = read_bytes(source, self.settings.max_file_bytes)
+        if isinstance(data, SkippedFile):
+            return _Prepared(source, path, skipped=data)
+        if existing.get(path) == self.chunker.state(file_digest(data)):
+            return _Prepared(source, path, unchanged=True)
+        loaded = load_bytes(source, data)
+        if isinstance(loaded, SkippedFile):
+            return _Prepared(source, path, skipped=loaded)
+        chunks = self.chunker.chunk(loaded, project=project)
+        if not chunks:
+            return _Prepared(source, path, skipped=SkippedFile(source.display, "no text to index"))
+        return _Prepared(
+            source, path, chunks=chunks, terms=[self.terms(c) for c in chunks], notes=loaded.notes
+        )
+
+    def terms(self, chunk: Chunk) -> str:
+        """The chunk's lexical terms: the title's (weighted), the heading's, then the body's."""
+        title = self.analyzer.terms(chunk.title)
+        heading = self.analyzer.terms(
+            " ".join(chunk.heading[1:] if chunk.heading[:1] == (chunk.title,) else chunk.heading)
+        )
+        body = self.analyzer.terms(chunk.text)
+        return " ".join([*(title * TITLE_WEIGHT), *heading, *body])
+
+
+class IndexExecutor(Protocol):
+    """Where an indexing run prepares files and embeds chunks (``None``: here, in threads).
+
+    The distributed runner (:class:`~simone.providers.documents.RayExecutor`) implements it; the
+    index keeps everything else on the driver (digests, reuse and cache look-ups, writes, deletions
+    of vanished files, pending rows, index maintenance), so the rows are those of a local run.
+    """
+
+    @property
+    def concurrency(self) -> int:
+        """Embedding calls that may be in flight at once."""
+        ...
+
+    @property
+    def batch_texts(self) -> int:
+        """Texts per embedding call (:data:`EMBED_STEP` gives exactly the local run's calls)."""
+        ...
+
+    def prepared(
+        self, preparer: FilePreparer, sources: Sequence[SourceFile], existing: dict[str, str], project: str
+    ) -> AsyncIterator[list[_Prepared]]:
+        """``sources`` prepared by ``preparer`` (every one exactly once; order kept within a group)."""
+        ...
+
+    async def embed(self, texts: list[str], space: EmbeddingSpace) -> npt.NDArray[np.float32]:
+        """Document vectors of ``texts`` in ``space`` (raises :class:`ProviderError` like the chain)."""
+        ...
+
+
 def _bundled_counter(chain: EmbeddingChain | None) -> TokenCounter:
     """The tokenizer of the chain's ONNX embedder, or the bundled one."""
     if chain is not None:
@@ -361,6 +451,7 @@ class DocumentIndex:
         project: str = "",
         progress: ProgressCallback | None = None,
         embed: bool = True,
+        executor: IndexExecutor | None = None,
     ) -> IndexReport:
         """Index the files under ``paths`` for ``project`` (``""``: visible to every project).
 
@@ -370,6 +461,8 @@ class DocumentIndex:
             progress: called with the running report as files are read and chunks embedded and
                 written (every :data:`EMBED_STEP` chunks at most).
             embed: embed new chunks now (``False`` stores them pending, e.g. for a quick lexical index).
+            executor: prepare and embed elsewhere (e.g. on a Ray cluster, :class:`RayExecutor`);
+                the rows written are the same.
 
         A file that cannot be read or loaded, whatever the reason, is reported in ``skipped`` and
         the run goes on with the others. Chunks stored twice (two writers at once, before the
@@ -394,7 +487,7 @@ class DocumentIndex:
             report.files_total = len(sources)
             existing = await self._file_states(collection, project)
             roots = [_absolute(p) for p in paths]
-            state = _RunState(embed=embed)
+            state = _RunState(embed=embed, executor=executor)
             seen: set[str] = set()
             self._notify(progress, report)
             # Reading and chunking (a worker thread) run ahead of embedding and writing, so the
@@ -406,6 +499,11 @@ class DocumentIndex:
             async def produce() -> None:
                 async with send:
                     try:
+                        if executor is not None:
+                            prepared_groups = executor.prepared(self.preparer, sources, existing, project)
+                            async for prepared in prepared_groups:
+                                await send.send(prepared)
+                            return
                         for start in range(0, len(sources), PREPARE_GROUP):
                             group = sources[start : start + PREPARE_GROUP]
                             prepared = await anyio.to_thread.run_sync(
@@ -439,14 +537,16 @@ class DocumentIndex:
             self._notify(progress, report)
             return report
 
-    async def embed_pending(self, *, progress: ProgressCallback | None = None) -> IndexReport:
-        """Embed the chunks waiting for a vector (``simone index --embed-pending``)."""
+    async def embed_pending(
+        self, *, progress: ProgressCallback | None = None, executor: IndexExecutor | None = None
+    ) -> IndexReport:
+        """Embed the chunks waiting for a vector (``simone index --embed-pending``), here or on ``executor``."""
         started = time.perf_counter()
         async with self._writing():
             collection = await self._existing_collection()
             report = IndexReport(collection=self.name, space=collection.space.key)
             await self._repair(collection, report)
-            state = _RunState(embed=True)
+            state = _RunState(embed=True, executor=executor)
             await self._embed_all_pending(collection, report, state, progress)
             await self._finish(collection, report)
             report.elapsed_s = time.perf_counter() - started
@@ -608,50 +708,18 @@ class DocumentIndex:
         except FileNotFoundError as exc:
             raise InvalidRequest(f"{exc}; give existing files or folders to index") from exc
 
+    @property
+    def preparer(self) -> FilePreparer:
+        """What reads, loads, chunks and analyses one file (picklable: it also runs on Ray workers)."""
+        return FilePreparer(self.settings, self.chunker, self.analyzer)
+
     def _prepare_group(
         self, group: Sequence[SourceFile], existing: dict[str, str], project: str
     ) -> list[_Prepared]:
-        return [self._prepare_safely(source, existing, project) for source in group]
-
-    def _prepare_safely(self, source: SourceFile, existing: dict[str, str], project: str) -> _Prepared:
-        """:meth:`_prepare`, with any failure of that one file turned into a skip with its reason.
-
-        A loader or the chunker may raise anything on a file (a missing optional package, a
-        library bug on malformed input): that file is skipped — its old chunks kept, as the cause
-        may pass — and the run goes on.
-        """
-        try:
-            return self._prepare(source, existing, project)
-        except Exception as exc:  # noqa: BLE001 - one bad file must never end the run
-            reason = f"could not be loaded: {type(exc).__name__}: {exc}"
-            return _Prepared(
-                source, source.path.as_posix(), skipped=SkippedFile(source.display, reason, False)
-            )
+        return self.preparer.prepare_group(group, existing, project)
 
     def _prepare(self, source: SourceFile, existing: dict[str, str], project: str) -> _Prepared:
-        path = source.path.as_posix()
-        data = read_bytes(source, self.settings.max_file_bytes)
-        if isinstance(data, SkippedFile):
-            return _Prepared(source, path, skipped=data)
-        if existing.get(path) == self.chunker.state(file_digest(data)):
-            return _Prepared(source, path, unchanged=True)
-        loaded = load_bytes(source, data)
-        if isinstance(loaded, SkippedFile):
-            return _Prepared(source, path, skipped=loaded)
-        chunks = self.chunker.chunk(loaded, project=project)
-        if not chunks:
-            return _Prepared(source, path, skipped=SkippedFile(source.display, "no text to index"))
-        return _Prepared(
-            source, path, chunks=chunks, terms=[self._terms(c) for c in chunks], notes=loaded.notes
-        )
-
-    def _terms(self, chunk: Chunk) -> str:
-        title = self.analyzer.terms(chunk.title)
-        heading = self.analyzer.terms(
-            " ".join(chunk.heading[1:] if chunk.heading[:1] == (chunk.title,) else chunk.heading)
-        )
-        body = self.analyzer.terms(chunk.text)
-        return " ".join([*(title * TITLE_WEIGHT), *heading, *body])
+        return self.preparer.prepare(source, existing, project)
 
     async def _vectors(
         self,
@@ -678,37 +746,57 @@ class DocumentIndex:
         wanted = {d: t for d, t in zip(digests, texts, strict=True) if d not in found}
         if not wanted or not state.embed or space.key in state.errors:
             return found
-        step = max(1, min(self.chain_batch, EMBED_STEP))
+        executor = state.executor
+        step = max(1, min(self.chain_batch, EMBED_STEP) if executor is None else executor.batch_texts)
         size = dict(zip(digests, sizes, strict=True)) if sizes is not None else {}
         keys = sorted(wanted, key=lambda digest: size.get(digest, len(wanted[digest])))  # see EMBED_STEP
-        for start in range(0, len(keys), step):
-            part = keys[start : start + step]
+
+        async def chain_embed(batch: list[str]) -> npt.NDArray[np.float32]:
+            if executor is not None:
+                return await executor.embed(batch, space)
+            return await self.chain.embed(batch, space=space, kind="document")
+
+        async def embed_part(part: list[str]) -> None:
+            if space.key in state.errors:
+                return
             part_texts = [wanted[k] for k in part]
             try:
                 if self.cache is not None:
-                    result = await self.cache.embed(
-                        part_texts,
-                        space=space,
-                        digests=part,
-                        embed=lambda batch: self.chain.embed(batch, space=space, kind="document"),
-                    )
+                    result = await self.cache.embed(part_texts, space=space, digests=part, embed=chain_embed)
                     vectors, hits = result.vectors, result.hits
                 else:
-                    vectors = await self.chain.embed(part_texts, space=space, kind="document")
+                    vectors = await chain_embed(part_texts)
                     hits = 0
                 collection.check_vectors(vectors, len(part))
             except ProviderError as exc:
-                state.errors[space.key] = exc
-                report.failures.append(
-                    f"embedding with space {space.key} failed ({exc.kind}): {exc.message}; "
-                    "the remaining chunks are stored as pending and are found by lexical search "
-                    "until 'simone index --embed-pending' (or the next run) embeds them"
-                )
-                return found
+                if space.key not in state.errors:
+                    state.errors[space.key] = exc
+                    report.failures.append(
+                        f"embedding with space {space.key} failed ({exc.kind}): {exc.message}; "
+                        "the remaining chunks are stored as pending and are found by lexical search "
+                        "until 'simone index --embed-pending' (or the next run) embeds them"
+                    )
+                return
             counts["cached"] += hits
             counts["embedded"] += len(part) - hits
             found.update(zip(part, vectors, strict=True))
             self._notify(progress, report)
+
+        parts = [keys[start : start + step] for start in range(0, len(keys), step)]
+        if executor is None or executor.concurrency <= 1:
+            for part in parts:
+                await embed_part(part)
+        else:
+            # Calls in flight at once (each a separate worker's batch); results land by digest.
+            limiter = anyio.CapacityLimiter(executor.concurrency)
+
+            async def limited(part: list[str]) -> None:
+                async with limiter:
+                    await embed_part(part)
+
+            async with anyio.create_task_group() as tasks:
+                for part in parts:
+                    tasks.start_soon(limited, part)
         return found
 
     @property
@@ -817,6 +905,7 @@ class DocumentIndex:
 @dataclass(slots=True)
 class _RunState:
     embed: bool
+    executor: IndexExecutor | None = None
     errors: dict[str, ProviderError] = field(default_factory=dict)
     """The first embedding failure per space key: that space embeds nothing more this run."""
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, TypeVar, cast
 
 import anyio
 import httpx
@@ -37,6 +37,9 @@ from simone.runtime import (
 RETRY_STATUSES = frozenset({408, 409, 500, 502, 503, 504})
 #: How much of an unexpected body an error message quotes.
 SNIPPET_CHARS = 200
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 def parse_retry_after(headers: httpx.Headers, *, now: float | None = None) -> float | None:
@@ -88,9 +91,13 @@ class HttpEmbedderBase:
         max_retries: int,
         max_retry_wait_s: float,
         retry_backoff_s: float,
+        concurrency: int = 1,
     ) -> None:
         if timeout_s <= 0:
             raise ValueError("timeout_s must be positive")
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        self._concurrency = concurrency
         self._client = client
         self._owns_client = client is None
         self._timeout_s = timeout_s
@@ -140,6 +147,39 @@ class HttpEmbedderBase:
             return self._answer(response, url, attempt)
 
         return await self.retry_policy.run(once, retry_if=_not_a_connection_failure)
+
+    @property
+    def concurrency(self) -> int:
+        """Requests this embedder sends at once at most (one call's batches)."""
+        return self._concurrency
+
+    async def in_parallel(self, items: Sequence[T], one: Callable[[T], Awaitable[R]]) -> list[R]:
+        """``one(item)`` for every item, at most :attr:`concurrency` at a time; results in ``items``' order.
+
+        The first failure cancels the requests still running and is raised as it is (a
+        :class:`ProviderError`, so a rate limit keeps its ``retry_after_s``); each request retries on
+        its own under :attr:`retry_policy`, within the caller's deadline.
+        """
+        if self._concurrency == 1 or len(items) <= 1:
+            return [await one(item) for item in items]
+        results: list[R | None] = [None] * len(items)
+        errors: list[BaseException] = []
+        limiter = anyio.CapacityLimiter(self._concurrency)
+
+        async def run(position: int, item: T, scope: anyio.CancelScope) -> None:
+            async with limiter:
+                try:
+                    results[position] = await one(item)
+                except Exception as exc:  # noqa: BLE001 - re-raised unwrapped after the task group
+                    errors.append(exc)
+                    scope.cancel()
+
+        async with anyio.create_task_group() as group:
+            for position, item in enumerate(items):
+                group.start_soon(run, position, item, group.cancel_scope)
+        if errors:
+            raise errors[0]
+        return cast("list[R]", results)
 
     @property
     def retry_policy(self) -> RetryPolicy:

