@@ -12,6 +12,7 @@ import argparse
 import json
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,13 @@ from rich.table import Table
 from simone.agents.cli._doctor_languages import check_languages, render_languages
 from simone.agents.cli._render import make_console
 from simone.agents.cli._settings import settings_from_args
-from simone.providers.documents import DocumentStore, IndexLocation, count_duplicates, index_backend_status
+from simone.providers.documents import (
+    DocumentStore,
+    IndexLocation,
+    count_duplicates,
+    index_backend_status,
+    relevance_report,
+)
 from simone.providers.embeddings import EmbeddingCache, build_chain
 from simone.providers.memory import memory_backend_status
 from simone.runtime import (
@@ -79,6 +86,9 @@ async def probe(chain: EmbeddingChain, timeout_s: float) -> list[dict[str, Any]]
             if getattr(vectors, "shape", None) != (1, embedder.space.dimension):
                 raise InvalidResponse(f"answered shape {getattr(vectors, 'shape', None)}")
             entry.update(ok=True, ms=round((time.perf_counter() - started) * 1000, 1))
+            execution = getattr(embedder, "execution_note", None)  # the bundled ONNX model: GPU or CPU
+            if isinstance(execution, str):
+                entry["execution"] = execution
         except TimeoutError:
             entry.update(ok=False, error=f"timeout: no answer within {timeout_s:g} s")
         except ProviderError as exc:
@@ -156,6 +166,7 @@ async def gather(settings: Settings, *, languages: bool = False) -> dict[str, An
                         space_configured=space in configured,
                         space_answering=space in answering,
                         duplicates=duplicates,
+                        relevance=relevance_report(collection, settings.index),
                     )
                     if duplicates:
                         ok = False
@@ -187,6 +198,29 @@ async def gather(settings: Settings, *, languages: bool = False) -> dict[str, An
     report["backends"] = await backends(settings)
     report["ok"] = ok and all(entry["answers"] for entry in report["backends"].values())
     return report
+
+
+def render_relevance(relevance: dict[str, Any], console: Console) -> None:
+    """The relevance rule a collection's semantic leg uses, and whether it was calibrated for its space."""
+    values = (
+        f"margin {relevance['margin']:.4f} · band {relevance['band']:.3f} · floor {relevance['floor']:.2f}"
+    )
+    source = relevance["source"]
+    if source == "fitted":
+        fit = relevance["fitted"]
+        when = datetime.fromtimestamp(fit["fitted_at"], tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
+        console.print(
+            f"  relevance rule: {values} — calibrated for this space {when} on {fit['questions']} questions "
+            f"from its chunks (own chunk kept {fit['answered']:.0%}, {fit['absent']} absent topics left empty "
+            f"{fit['absent_empty']:.0%})"
+        )
+    elif source == "settings":
+        console.print(f"  relevance rule: {values} — set in [index] (relevance_margin/relevance_band)")
+    elif source == "shipped":
+        console.print(f"  relevance rule: {values} — shipped values for this model")
+    else:
+        console.print(f"  [yellow]relevance rule: {values} — not calibrated for this space[/]")
+        console.print(f"  [yellow]{escape(relevance['advice'])}[/]")
 
 
 async def backends(settings: Settings) -> dict[str, dict[str, Any]]:
@@ -232,6 +266,9 @@ def render(report: dict[str, Any], console: Console) -> None:
         position = str(entry["position"]) + (" (extra)" if entry.get("role") == "extra" else "")
         chain.add_row(position, escape(entry["space"]), entry["type"], status)
     console.print(chain)
+    for entry in report["embedders"]:
+        if "execution" in entry:
+            console.print(f"{escape(entry['space'])} runs on {escape(entry['execution'])}")
     health = report["health"]
     flags = {"healthy": "[green]healthy[/]", "degraded": "[yellow]degraded[/]", "down": "[red]down[/]"}
     flag = flags[health["status"]]
@@ -247,6 +284,8 @@ def render(report: dict[str, Any], console: Console) -> None:
             f"{entry['files']:,} file(s) · {entry['rows']:,} chunk(s) · {entry['pending']:,} pending · "
             f"indexes {', '.join(entry['indexes']) or 'none'}"
         )
+        if "relevance" in entry:
+            render_relevance(entry["relevance"], console)
         if "advice" in entry:
             console.print(f"  [yellow]{escape(entry['advice'])}[/]")
         if "repair" in entry:

@@ -1,4 +1,4 @@
-"""``simone index PATH… [--embed-pending] [--rebuild-ann]`` — index files into the document index, incrementally.
+"""``simone index PATH… [--embed-pending] [--rebuild-ann] [--calibrate]`` — index files into the document index, incrementally.
 
 A progress bar shows files, chunks, embedded, pending and skipped counts while it runs (advancing as
 files are read and as chunks are embedded and written); a summary lists what was skipped and why,
@@ -10,7 +10,14 @@ search).
 ``chunks``, ``embedded``, …, ``skipped`` as ``[{"path", "reason"}]``, ``failures``, ``maintenance``,
 ``elapsed_s``) summed over what the command did (indexing, then ``--embed-pending``; counts stay 0
 for a step not run), plus ``rebuilt_ann``: what ``--rebuild-ann`` did, one line per table (``[]``
-without it).
+without it), and ``calibration``: per table whose relevance rule was fitted by this run, the fitted
+values (:meth:`~simone.providers.documents.SpaceCalibration.to_dict`) or ``{"error": why}``.
+
+**Calibration** (docs/calibration.md): ``--calibrate`` fits the relevance rule for meaning (margin,
+band, floor) for the collection's embedding space(s) from the collection's own chunks and stores it
+with the space. It also happens on its own after indexing, once, for a space that has neither shipped
+nor stored values (a model the user brings); a collection too small to fit says so and is tried again
+by the next run.
 """
 
 from __future__ import annotations
@@ -18,7 +25,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -26,8 +35,17 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from simone.agents.cli._render import make_console
 from simone.agents.cli._settings import collection_name, nonempty_path, nonempty_text, settings_from_args
-from simone.providers.documents import DocumentIndex, IndexReport
-from simone.runtime import InvalidRequest
+from simone.providers.documents import (
+    DocumentIndex,
+    IndexReport,
+    SpaceCalibration,
+    calibrate,
+    calibrate_missing,
+)
+from simone.runtime import InvalidRequest, Settings
+
+if TYPE_CHECKING:
+    from simone.providers.documents import RayExecutor
 
 SKIPPED_SHOWN = 20
 """How many skipped files the summary lists one by one (the rest are counted)."""
@@ -55,6 +73,12 @@ def register(subparsers: Any) -> None:
         help="build the vector indexes afresh (after many small updates to a large collection)",
     )
     parser.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="fit the relevance rule for the collection's embedding space(s) from its own chunks and store "
+        "it (automatic after the first index of a space without values)",
+    )
+    parser.add_argument(
         "--project", type=nonempty_text, default=None, help="the project the chunks belong to (default: none)"
     )
     parser.add_argument(
@@ -66,18 +90,85 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--json", action="store_true", help="print the report as one JSON object (see the module docs)"
     )
+    parser.add_argument(
+        "--ray",
+        nargs="?",
+        const="local",
+        default=None,
+        type=_ray_address,
+        metavar="ADDRESS|auto",
+        help="read, chunk and embed on a Ray cluster (pip install 'simone[ray]'): no value starts a local "
+        "one, 'auto' joins the running one, else host:port or ray://host:port (see docs/distributed.md)",
+    )
+    parser.add_argument(
+        "--ray-workers", type=_positive, default=2, metavar="N", help="Ray embedding workers (default 2)"
+    )
+    parser.add_argument(
+        "--ray-batch",
+        type=_positive,
+        default=128,
+        metavar="N",
+        help="texts per embedding call on a worker (default 128: exactly the local run's calls and vectors)",
+    )
     parser.set_defaults(func=run)
+
+
+def _ray_address(text: str) -> str:
+    """``local``, ``auto``, ``host:port`` or ``ray://host:port``; a PATH after ``--ray`` is refused."""
+    if text in ("local", "auto") or ":" in text:
+        return text
+    raise argparse.ArgumentTypeError(
+        f"{text!r} is not a Ray address (auto, host:port or ray://host:port); "
+        "write the PATHs before --ray, or use --ray=auto"
+    )
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("give a number of at least 1")
+    return value
+
+
+@asynccontextmanager
+async def _ray_executor(args: argparse.Namespace, settings: Settings) -> AsyncIterator[RayExecutor | None]:
+    """The Ray executor ``--ray`` asks for, started and stopped around the run (``None`` without it).
+
+    Ray is imported only here, and only with ``--ray``; without the extra the error names it.
+    """
+    if args.ray is None:
+        yield None
+        return
+    from simone.providers.documents import RayExecutor
+
+    executor = RayExecutor.from_settings(
+        settings,
+        address=None if args.ray == "local" else args.ray,
+        workers=args.ray_workers,
+        batch_texts=args.ray_batch,
+    )
+    async with executor:
+        yield executor
 
 
 async def run(args: argparse.Namespace) -> int:
     """Index the paths (and/or embed pending rows) and print the report."""
-    if not args.paths and not args.embed_pending and not args.rebuild_ann:
-        raise InvalidRequest("give at least one PATH to index, or --embed-pending, or --rebuild-ann")
+    if not args.paths and not args.embed_pending and not args.rebuild_ann and not args.calibrate:
+        raise InvalidRequest(
+            "give at least one PATH to index, or --embed-pending, --rebuild-ann or --calibrate"
+        )
     settings = settings_from_args(args)
     console = make_console(stderr=True)
     reports: list[IndexReport] = []
     rebuilt: list[str] = []
-    async with DocumentIndex.open(settings, collection=args.collection) as index:
+    calibrated: dict[str, SpaceCalibration | str] = {}
+    async with (
+        _ray_executor(args, settings) as executor,
+        DocumentIndex.open(settings, collection=args.collection) as index,
+    ):
         with _progress_bar(console, enabled=not args.json) as bar:
             task = bar.add_task("indexing", total=None)
 
@@ -92,18 +183,31 @@ async def run(args: argparse.Namespace) -> int:
             if args.paths:
                 reports.append(
                     await index.index_paths(
-                        args.paths, project=args.project or "", progress=progress, embed=not args.no_embed
+                        args.paths,
+                        project=args.project or "",
+                        progress=progress,
+                        embed=not args.no_embed,
+                        executor=executor,
                     )
                 )
             if args.embed_pending:
                 bar.update(task, description="embedding pending chunks")
-                reports.append(await index.embed_pending(progress=progress))
+                reports.append(await index.embed_pending(progress=progress, executor=executor))
             if args.rebuild_ann:
                 bar.update(task, description="building the vector indexes")
                 rebuilt = await index.rebuild_ann()
+            if args.calibrate or ((args.paths or args.embed_pending) and not args.no_embed):
+                bar.update(task, description="calibrating the relevance rule")
+                calibrated = await _calibrate(index, explicit=args.calibrate)
         space = index.space.key if index.space is not None else ""
     if args.json:
-        payload = combined(reports, collection=index.name, space=space).to_dict() | {"rebuilt_ann": rebuilt}
+        payload = combined(reports, collection=index.name, space=space).to_dict() | {
+            "rebuilt_ann": rebuilt,
+            "calibration": {
+                name: fit.to_dict() if isinstance(fit, SpaceCalibration) else {"error": fit}
+                for name, fit in calibrated.items()
+            },
+        }
         sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
     else:
         out = make_console()
@@ -111,7 +215,34 @@ async def run(args: argparse.Namespace) -> int:
             print_summary(report, out)
         for note in rebuilt:
             out.print(escape(note))
+        for name, fit in calibrated.items():
+            print_calibration(name, fit, out)
     return 0
+
+
+async def _calibrate(index: DocumentIndex, *, explicit: bool) -> dict[str, SpaceCalibration | str]:
+    """``--calibrate``: fit every semantic table of the collection; otherwise only the uncalibrated."""
+    tables = index.semantic_collections()
+    if not explicit:
+        return dict(await calibrate_missing(tables, index.chain, index.settings))
+    if not tables:
+        raise InvalidRequest(
+            f"collection {index.name!r} is empty: index some files first ('simone index PATH'), then calibrate"
+        )
+    return {table.name: await calibrate(table, index.chain, index.settings) for _, table in tables}
+
+
+def print_calibration(name: str, fit: SpaceCalibration | str, console: Console) -> None:
+    """One line per fitted table: the values and what they do on the collection's own questions."""
+    if not isinstance(fit, SpaceCalibration):
+        console.print(f"[yellow]relevance rule of {escape(name)} not calibrated:[/] {escape(fit)}")
+        return
+    console.print(
+        f"relevance rule of {escape(name)} ({escape(fit.space)}) calibrated: margin {fit.margin:.4f} · "
+        f"band {fit.band:.3f} · floor {fit.floor:.2f} — on {fit.questions} questions from its chunks, own "
+        f"chunk kept {fit.default_answered:.0%} → {fit.answered:.0%}; {fit.absent} absent topics left empty "
+        f"{fit.default_absent_empty:.0%} → {fit.absent_empty:.0%}"
+    )
 
 
 def combined(reports: list[IndexReport], *, collection: str, space: str) -> IndexReport:

@@ -23,9 +23,13 @@ candidate both legs rank second or third overtake it. Weights, confidences and t
 Every semantic leg is judged by the relevance rule of its model (:class:`~simone.runtime.ranking.RelevanceRule`):
 a fused candidate is kept when it shares words with the question (hybrid) or is relevant by meaning;
 the rest are dropped, and the best semantic candidates judged not relevant are reported as
-``not_relevant`` exclusions. A leg whose model does not cover the question (its script, or its
+``not_relevant`` exclusions. In hybrid mode a question whose words or meaning found something keeps
+every semantic candidate too (``kept_by: topic``): the answer is not empty either way, and the fused
+order — confidence-weighted for the first :data:`~simone.runtime.ranking.FUSION_HEAD`, plain RRF after
+(:class:`~simone.runtime.ranking.HeadThenConsensus`) — keeps the recall of a plain RRF. A leg whose model does not cover the question (its script, or its
 language as its letters tell: the bundled MiniLM is English-only, USE lacks e.g. Vietnamese) is
-skipped and named in ``details["skipped_legs"]``.
+skipped on purpose: named in ``skipped_legs`` (and ``details["skipped_legs"]``), a note in the result's
+trace and limitations that leaves the status ``complete`` — not a degradation.
 
 When a semantic leg cannot run (no embedder of its space answers), the other legs answer, the
 provider says so in ``degraded`` and reports the leg's :class:`~simone.runtime.ProviderFailure` in
@@ -43,6 +47,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from simone.providers.documents._calibration import relevance_rule
 from simone.providers.documents._index import DocumentIndex
 from simone.providers.documents._store import Collection, Hit, build_where
 from simone.runtime import (
@@ -65,6 +70,7 @@ from simone.runtime.ranking import (
     FunctionLeg,
     FusedLegs,
     FusionRule,
+    HeadThenConsensus,
     Judgement,
     Leg,
     LegRank,
@@ -75,7 +81,6 @@ from simone.runtime.ranking import (
     first_of_each,
     fuse_legs,
     lexical_standout,
-    rule_for,
     run_legs,
     vote_for,
 )
@@ -166,6 +171,7 @@ class DocumentIndexProvider:
             leg_failures=results.failures,
             details=details,
             excluded=excluded,
+            skipped_legs=search.skipped,
         )
 
     def _plan(self, request: RetrievalRequest, context: TrustedContext) -> _Search:
@@ -195,11 +201,6 @@ class DocumentIndexProvider:
                     search.semantic.append((leg, table))
                 else:
                     search.skipped[leg] = f"{table.space.model} does not cover {uncovered}"
-            if search.skipped and not search.semantic:
-                search.degraded.append(
-                    f"no semantic leg covers the question ({'; '.join(search.skipped.values())}); "
-                    "lexical results only"
-                )
         return search
 
     def _lexical_leg(self, search: _Search, *, with_top: bool) -> Leg[Hit]:
@@ -283,8 +284,11 @@ class DocumentIndexProvider:
             leg: dict(
                 zip(
                     (hit.id for hit in hits),
-                    rule_for(
-                        tables[leg].space.key, margin=settings.relevance_margin, band=settings.relevance_band
+                    relevance_rule(
+                        tables[leg].space.key,
+                        tables[leg].calibration,
+                        margin=settings.relevance_margin,
+                        band=settings.relevance_band,
                     ).judge([hit.score for hit in hits], min_similarity=search.request.min_similarity),
                     strict=True,
                 )
@@ -310,19 +314,24 @@ class DocumentIndexProvider:
         first. A fused candidate is kept when it shares enough terms with the question (the word
         share; lexical legs only) or is relevant by meaning; the lexical candidates dropped for too
         small a word share and the best semantic candidates judged not relevant are reported as
-        ``not_relevant``. Returns the evidence and the exclusions.
+        ``not_relevant``. In hybrid mode the question is decided as a whole first (:func:`_on_topic`):
+        when its words or its meaning found something, every semantic candidate counts too (kept by
+        ``topic``) — the answer is not empty either way, so recall costs no ``no_results``. Returns
+        the evidence and the exclusions.
         """
         # A chunk id is unique by construction; a table damaged by two writers at once holds some
         # twice, and each copy must not count (or be read) twice: the best copy stands for both.
         legs = {leg: first_of_each(hits, _hit_id) for leg, hits in legs.items()}
         fused = fuse_legs({leg: [(h.id, h.score) for h in hits] for leg, hits in legs.items()}, judged.rule)
         lexical_ids = {hit.id for hit in legs.get(LEXICAL, ())}
+        word_share = self._word_share()
+        on_topic = _on_topic(search, legs, judged.verdicts, word_share)
         rejected = list(
             dict.fromkeys(
                 hit.id
                 for leg, verdicts in judged.verdicts.items()
                 for hit in legs[leg][:REJECTED_SHOWN]
-                if not verdicts[hit.id].relevant and hit.id not in lexical_ids
+                if not verdicts[hit.id].relevant and hit.id not in lexical_ids and not on_topic
             )
         )
         tables = dict(search.semantic)
@@ -341,7 +350,8 @@ class DocumentIndexProvider:
                 if hit.row is not None
             },
             lexical_only=not judged.verdicts,
-            word_share=self._word_share(),
+            word_share=word_share,
+            on_topic=on_topic,
         )
         return await reader.read(fused, rejected)
 
@@ -425,6 +435,7 @@ class _RowReader:
     row_hints: dict[str, int]
     lexical_only: bool
     word_share: float
+    on_topic: bool
     out: list[Evidence] = field(default_factory=list)
     dropped: list[Exclusion] = field(default_factory=list)
 
@@ -477,12 +488,33 @@ class _RowReader:
         by_words = self.lexical_only or (bool(matched) and self.has_lexical and share >= self.word_share)
         by_meaning = any(v.relevant for v in meaning.values())
         kept_by = ["lexical"] * by_words + ["meaning"] * by_meaning
+        if not kept_by and self.on_topic and meaning:
+            kept_by = ["topic"]  # a semantic candidate of a question the legs found (see _on_topic)
         if not kept_by:
             if item.id in self.lexical_ids:  # shares words, but too few (word_share)
                 self.dropped.append(_not_relevant(self.provider.name, item.id, row, meaning))
             return
         if len(self.out) < self.search.request.limit:
             self.out.append(self.provider._one(row, item, method, kept_by, matched, meaning))
+
+
+def _on_topic(
+    search: _Search, legs: dict[str, list[Hit]], verdicts: dict[str, dict[str, Judgement]], word_share: float
+) -> bool:
+    """Whether a hybrid question is about a topic the collection holds, decided for the question.
+
+    It is when a semantic leg stands out (the relevance rule kept anything), or when the lexical
+    leg's best hit holds at least one of the question's terms and at least ``word_share`` of them —
+    then that hit is kept by its words and the answer is not empty anyway. Only in hybrid mode (a
+    lexical leg beside semantic ones); semantic mode keeps each leg's own verdicts.
+    """
+    if not verdicts or not legs.get(LEXICAL):
+        return False
+    if any(v.relevant for leg_verdicts in verdicts.values() for v in leg_verdicts.values()):
+        return True
+    query = set(search.query_terms)
+    coverage = len(query & search.top_terms) / len(query) if query else 0.0
+    return coverage > 0 and coverage >= word_share
 
 
 def _votes(
@@ -520,7 +552,7 @@ def _votes(
     if LEXICAL_PIN is not None and log_odds.get(LEXICAL, -math.inf) >= LEXICAL_PIN:
         pinned = legs[LEXICAL][0].id
         trace[LEXICAL]["pinned"] = pinned
-    return Pinned(weighted, pinned), trace
+    return HeadThenConsensus(Pinned(weighted, pinned)), trace
 
 
 def _sigmoid(z: float) -> float:

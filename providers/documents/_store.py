@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, Self
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 import anyio
 import numpy as np
@@ -46,6 +46,9 @@ from simone.runtime import (
     InvalidRequest,
     ProviderUnavailable,
 )
+
+if TYPE_CHECKING:
+    from simone.providers.documents._calibration import SpaceCalibration
 
 SPACE_KEY = b"simone.space"
 SCHEMA_KEY = b"simone.schema"
@@ -308,7 +311,11 @@ class DocumentStore:
                 await table.checkout_latest()
                 if "card" not in (await table.schema()).names:  # not added by another process meanwhile
                     raise _translate(exc, f"add the card column to {name} (an older table)") from exc
-        return Collection(name, table, space)
+        from simone.providers.documents._calibration import calibration_of_schema  # it imports this module
+
+        collection = Collection(name, table, space)
+        collection.calibration = calibration_of_schema(schema, space.key)
+        return collection
 
     async def create_collection(self, name: str, space: EmbeddingSpace) -> Collection:
         """Create the collection ``name`` in ``space`` (fails if it exists)."""
@@ -367,6 +374,8 @@ class Collection:
         self.table = table
         self.space = space
         self.schema = chunk_schema(space)
+        # The relevance rule fitted for this space (docs/calibration.md), read when the table is opened.
+        self.calibration: SpaceCalibration | None = None
         self._pending: tuple[int, int] | None = None
         self._vector_index: tuple[int, tuple[str, int] | None] | None = None
         self._only_projects: dict[tuple[int, tuple[str, ...]], bool] = {}

@@ -13,9 +13,6 @@ from simone.providers.embeddings._openai import OPENAI_BASE_URL, OpenAIEmbedder
 from simone.providers.embeddings._usem3 import MultilingualEmbedder
 from simone.runtime import ConfigError, Embedder, EmbeddingChain, EmbeddingSettings
 
-#: Where the int8 build of the bundled model is kept, inside the data directory.
-MODELS_DIR = "models"
-
 
 def build_chain(
     settings: EmbeddingSettings,
@@ -29,8 +26,9 @@ def build_chain(
     * ``openai`` joins only when configured: a key (then the public API unless a base URL is set) or
       a base URL (a compatible server that may need no key);
     * ``onnx`` (the bundled all-MiniLM-L6-v2) always joins when listed; with a ``data_dir`` and
-      ``onnx_variant`` ``auto`` (the default) it runs the gated int8 build kept in
-      ``<data_dir>/models`` (built at its first start-up), else the packaged graph;
+      ``onnx_variant`` ``auto`` (the default) it runs the gated int8 build, built once per user in the
+      shared cache folder (``$SIMONE_MODELS_DIR``, else e.g. ``~/.cache/simone/models``) at the first
+      start-up of any data directory, else the packaged graph;
     * ``ollama`` joins only when its base URL is set.
 
     ``settings.extra_spaces`` become the chain's ``extras`` (spaces collections carry beside the
@@ -69,6 +67,12 @@ def build_chain(
         # the default chain names every server; one the owner made an extra space leaves it
         chain_names = tuple(name for name in chain_names if name not in extra_names)
     embedders: list[Embedder] = []
+    models_dir: Path | None = None
+    if data_dir is not None and "onnx" in chain_names:
+        # imported here: `python -m simone.providers.embeddings.quantize` must not find itself imported
+        from simone.providers.embeddings.quantize import default_models_dir
+
+        models_dir = default_models_dir()
     for name in chain_names:
         if name == "openai":
             if settings.openai_api_key is None and settings.openai_base_url is None:
@@ -78,7 +82,7 @@ def build_chain(
             embedders.append(
                 OnnxMiniLMEmbedder(
                     variant=settings.onnx_variant if data_dir is not None else "reference",
-                    models_dir=Path(data_dir) / MODELS_DIR if data_dir is not None else None,
+                    models_dir=models_dir,
                     intra_op_threads=settings.onnx_threads,
                     batch_size=settings.onnx_batch_size,
                     limiter=onnx_limiter,
@@ -122,11 +126,14 @@ def _openai(settings: EmbeddingSettings, client: httpx.AsyncClient | None) -> Op
         base_url=settings.openai_base_url or OPENAI_BASE_URL,
         api_key=settings.openai_api_key,
         dimensions=settings.openai_dimensions,
+        query_prefix=settings.openai_query_prefix,
+        document_prefix=settings.openai_document_prefix,
         client=client,
         batch_size=settings.batch_size,
         timeout_s=settings.timeout_s,
         max_retries=settings.max_retries,
         max_retry_wait_s=settings.max_retry_wait_s,
+        concurrency=settings.server_concurrency,
     )
 
 
@@ -135,6 +142,8 @@ def _ollama(settings: EmbeddingSettings, base_url: str, client: httpx.AsyncClien
         settings.ollama_model,
         base_url=base_url,
         dimensions=settings.ollama_dimensions,
+        query_prefix=settings.ollama_query_prefix,
+        document_prefix=settings.ollama_document_prefix,
         client=client,
         batch_size=settings.batch_size,
         timeout_s=settings.timeout_s,

@@ -37,7 +37,8 @@ class OllamaEmbedder(HttpEmbedderBase):
         base_url: the server, e.g. ``http://127.0.0.1:11434``.
         dimensions: the vector size; needed for models not in :data:`KNOWN_DIMENSIONS`.
         query_prefix: prepended to queries (defaults to the model's known task prefix, if any).
-        document_prefix: prepended to documents (likewise).
+        document_prefix: prepended to documents (likewise). Prefixes other than the model's known
+            ones make another embedding space.
         client: an ``httpx.AsyncClient`` to use (never closed here); one is opened otherwise.
         batch_size: inputs per request.
         timeout_s: the deadline of one request (a cold model load can take a while).
@@ -83,15 +84,25 @@ class OllamaEmbedder(HttpEmbedderBase):
         self._document_prefix = known_document if document_prefix is None else document_prefix
         self._model = model
         self._url = base_url.rstrip("/") + "/api/embed"
+        prefixes = (self._query_prefix, self._document_prefix)
         self._space = EmbeddingSpace(
-            provider="ollama", model=_base_model(model), dimension=dimension, normalized=True
+            provider="ollama",
+            model=_base_model(model),
+            dimension=dimension,
+            normalized=True,
+            # the model's own prefixes are its space; others make another one
+            prefixes=None if prefixes == (known_query, known_document) else prefixes,
         )
         self._batch_size = batch_size
         self._who = f"ollama embedder at {base_url.rstrip('/')}"
 
     @property
     def space(self) -> EmbeddingSpace:
-        """``ollama:<model>:<dimension>``, normalised (the tag, e.g. ``:latest``, is not part of it)."""
+        """``ollama:<model>:<dimension>``, normalised (the tag, e.g. ``:latest``, is not part of it).
+
+        Prefixes other than the model's known ones are part of the space (see
+        :attr:`~simone.runtime.EmbeddingSpace.prefixes`).
+        """
         return self._space
 
     async def embed(

@@ -28,8 +28,8 @@ SHORTENABLE_PREFIX = "text-embedding-3"
 class OpenAIEmbedder(HttpEmbedderBase):
     """Embeds with an OpenAI-compatible ``POST {base_url}/embeddings`` endpoint.
 
-    Texts are sent in batches of ``batch_size``; a 429 or a 5xx is retried up to ``max_retries`` times
-    under the shared :class:`~simone.runtime.RetryPolicy`: after an exponential pause, or after the
+    Texts are sent in batches of ``batch_size``, up to ``concurrency`` requests at once; a 429 or a
+    5xx is retried up to ``max_retries`` times under the shared :class:`~simone.runtime.RetryPolicy`: after an exponential pause, or after the
     server's ``Retry-After`` when that is longer (never sooner); a wait longer than
     ``max_retry_wait_s`` or past the caller's cancel-scope deadline is not taken (``RateLimited`` with
     ``retry_after_s`` at once). Each answer is checked (JSON, count, order, dimension, finite, non-zero)
@@ -41,8 +41,12 @@ class OpenAIEmbedder(HttpEmbedderBase):
         api_key: sent as a bearer token when given.
         dimensions: the vector size; needed for models not in :data:`KNOWN_DIMENSIONS`. For
             ``text-embedding-3-*`` a size other than the native one is also requested from the server.
+        query_prefix: put before every query (e5 models: ``"query: "``); part of the space.
+        document_prefix: put before every document (e5 models: ``"passage: "``); part of the space.
         client: an ``httpx.AsyncClient`` to use (never closed here); one is opened otherwise.
         batch_size: inputs per request.
+        concurrency: requests sent at once at most when a call spans several batches (their
+            order is kept; each is retried on its own).
         timeout_s: the deadline of one request.
         max_retries: retries after 429 or a retryable status.
         max_retry_wait_s: the longest ``Retry-After`` honoured by sleeping; longer ones raise at once.
@@ -56,19 +60,25 @@ class OpenAIEmbedder(HttpEmbedderBase):
         base_url: str = OPENAI_BASE_URL,
         api_key: SecretStr | str | None = None,
         dimensions: int | None = None,
+        query_prefix: str = "",
+        document_prefix: str = "",
         client: httpx.AsyncClient | None = None,
         batch_size: int = 64,
         timeout_s: float = 30.0,
         max_retries: int = 2,
         max_retry_wait_s: float = 30.0,
         retry_backoff_s: float = 0.5,
+        concurrency: int = 1,
     ) -> None:
+        if concurrency < 1:
+            raise ConfigError("concurrency must be at least 1")
         super().__init__(
             client=client,
             timeout_s=timeout_s,
             max_retries=max_retries,
             max_retry_wait_s=max_retry_wait_s,
             retry_backoff_s=retry_backoff_s,
+            concurrency=concurrency,
         )
         if not model:
             raise ConfigError("the OpenAI-compatible embedder needs a model name")
@@ -87,13 +97,20 @@ class OpenAIEmbedder(HttpEmbedderBase):
         self._send_dimensions = (
             dimensions is not None and dimensions != native and model.startswith(SHORTENABLE_PREFIX)
         )
-        self._space = EmbeddingSpace(provider="openai", model=model, dimension=dimension, normalized=True)
+        self._prefixes = {"query": query_prefix, "document": document_prefix}
+        self._space = EmbeddingSpace(
+            provider="openai",
+            model=model,
+            dimension=dimension,
+            normalized=True,
+            prefixes=(query_prefix, document_prefix) if query_prefix or document_prefix else None,
+        )
         self._batch_size = batch_size
         self._who = f"openai-compatible embedder at {base_url.rstrip('/')}"
 
     @property
     def space(self) -> EmbeddingSpace:
-        """``openai:<model>:<dimension>``, normalised."""
+        """``openai:<model>:<dimension>``, normalised; with prefixes ``openai:<model>+p<digest>:<dimension>``."""
         return self._space
 
     @property
@@ -104,29 +121,31 @@ class OpenAIEmbedder(HttpEmbedderBase):
     async def embed(
         self, texts: Sequence[str], *, kind: EmbeddingKind = "document"
     ) -> npt.NDArray[np.float32]:
-        """Embed ``texts`` (the same way for queries and documents), batch by batch.
+        """Embed ``texts`` batch by batch, each after the query or document prefix (if configured).
 
         Raises:
             ProviderError: the typed failure (timeout, unavailable, rate limited, invalid response…).
         """
-        texts = list(texts)
+        prefix = self._prefixes[kind]
+        texts = [prefix + text for text in texts] if prefix else list(texts)
         if not texts:
             return np.empty((0, self._space.dimension), dtype=np.float32)
         headers = {"Accept": "application/json"}
         if self._key:
             headers["Authorization"] = f"Bearer {self._key}"
-        parts: list[npt.NDArray[np.float32]] = []
-        for batch in batches(texts, self._batch_size):
+
+        async def one(batch: list[str]) -> npt.NDArray[np.float32]:
             # An empty string is refused by some servers; a single space embeds the same "nothing".
             inputs = [text if text.strip() else " " for text in batch]
             payload: dict[str, object] = {"model": self._model, "input": inputs, "encoding_format": "float"}
             if self._send_dimensions:
                 payload["dimensions"] = self._space.dimension
             body = await self.post_json(self._url, payload, headers)
-            parts.append(
-                to_vectors(self._rows(body, len(batch)), count=len(batch), space=self._space, who=self._who)
-            )
-        return np.concatenate(parts)
+            rows = self._rows(body, len(batch))
+            return to_vectors(rows, count=len(batch), space=self._space, who=self._who)
+
+        # up to `concurrency` batches in flight; the answers are put back in the texts' order
+        return np.concatenate(await self.in_parallel(batches(texts, self._batch_size), one))
 
     def _rows(self, body: object, count: int) -> list[object]:
         data = body.get("data") if isinstance(body, dict) else None
