@@ -70,6 +70,8 @@ SUMMARY_SECTIONS: dict[str, tuple[tuple[str, str], ...]] = {
         ("queries/s", "Speed — lexical"),
         ("index", "Speed — lexical"),
         ("xquad", "Quality — XQuAD-R"),
+        ("jsquad", "Quality — Japanese and Korean"),
+        ("korquad", "Quality — Japanese and Korean"),
     ),
     "index_quality": (("xquad", "Quality — XQuAD-R"),),
     "multilingual": (("relevance", "Quality — relevance rule"), ("word share", "Quality — relevance rule")),
