@@ -143,6 +143,16 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         quick_note="100 docs, 20 queries, 20k synthetic chunks instead of 100k",
     ),
     Benchmark(
+        "index_speed_engine",
+        "Speed — query latency",
+        ("--engine-only", "--queries", "20"),
+        3600,
+        900,
+        quick_note="20 queries",
+        script_name="index_speed",
+        args=("--engine-only", "--queries", "100"),
+    ),
+    Benchmark(
         "memory_speed",
         "Speed — memory",
         ("--sizes", "1000,10000", "--queries", "50", "--per-op", "200"),
