@@ -15,7 +15,7 @@ from typing import Any
 
 from simone.providers.memory import _records as trees
 from simone.providers.memory._core import DB, StoreCore
-from simone.providers.memory._models import STATUSES, MemoryRecord, RecordKind
+from simone.providers.memory._models import STATUSES, MemoryRecord, RecordKind, SearchQuery
 from simone.providers.memory._records import index_text
 from simone.providers.memory._rows import (
     RECORD_COLUMNS,
@@ -133,6 +133,18 @@ class RecordAccess(StoreCore):
                 f"checklist {where!r} would hold {total} items; the limit is "
                 f"{self._settings.max_checklist_items} (memory.max_checklist_items). Split it."
             )
+
+    def _search_filters(self, context: TrustedContext, query: SearchQuery) -> tuple[str, list[Any]]:
+        """:meth:`_filters` for a search: never deleted records, facts as ``query`` asks, as of now."""
+        return self._filters(
+            context,
+            kinds=query.kinds,
+            status=query.status,
+            tags=query.tags,
+            include_deleted=False,
+            include_inactive_facts=query.include_inactive_facts,
+            now=self._now(),
+        )
 
     def _filters(
         self,

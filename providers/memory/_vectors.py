@@ -124,15 +124,7 @@ class VectorMemory(RecordAccess):
         query: SearchQuery,
         min_similarity: float,
     ) -> list[SearchHit]:
-        condition, params = self._filters(
-            context,
-            kinds=query.kinds,
-            status=query.status,
-            tags=query.tags,
-            include_deleted=False,
-            include_inactive_facts=query.include_inactive_facts,
-            now=self._now(),
-        )
+        condition, params = self._search_filters(context, query)
         db = self._read()
         rows = db.execute(
             "SELECT r.rowid, r.updated_us, r.id, v.vector FROM records r JOIN record_vectors v "

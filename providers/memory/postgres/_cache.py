@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from simone.providers.memory.sqlite import ScopeIndex, SearchCache, last_change, pruned_through
-from simone.runtime.text import BM25_TITLE_WEIGHT
 
 _MAX_EXTRA = 256
 """Rows patched into a scope's index (at least; or a tenth of it) before it is rebuilt instead (as SQLite)."""
@@ -52,28 +51,7 @@ def patch(index: ScopeIndex, db: Any, signature: str, epoch: int) -> None:
         "SELECT rowid, fts_title, fts_body FROM records WHERE rowid = ANY(CAST(? AS bigint[])) AND scope_sig = ?",
         (changed, signature),
     ).fetchall()
-    if index.slot_of is None:
-        index.slot_of = {rowid: slot for slot, rowid in enumerate(index.rowids.tolist())}
-    if index.dead is None:
-        import numpy as np
-
-        index.dead = np.zeros(len(index.rowids), dtype=np.bool_)
-    for rowid in changed:
-        slot = index.slot_of.get(rowid)
-        if slot is not None:
-            index.dead[slot] = True
-        index.extra.pop(rowid, None)
-    for rowid, title, body in rows:
-        counts: dict[str, float] = {}
-        title_tokens = title.split()
-        body_tokens = body.split()
-        for token in title_tokens:
-            counts[token] = counts.get(token, 0.0) + float(BM25_TITLE_WEIGHT)
-        for token in body_tokens:
-            counts[token] = counts.get(token, 0.0) + 1.0
-        index.extra[int(rowid)] = (counts, float(len(title_tokens) + len(body_tokens)))
-    index.epoch = epoch
-    index.seq = seq
+    index.apply(changed, rows, epoch, seq)
 
 
 class PostgresSearchCache(SearchCache):

@@ -82,15 +82,7 @@ class PostgresSearch(PostgresCore, RecordLookup, SessionMemory):
         assert self._analyzer is not None
         db = self._read()
         terms = self._analyzer.terms(query.text)
-        condition, params = self._filters(
-            context,
-            kinds=query.kinds,
-            status=query.status,
-            tags=query.tags,
-            include_deleted=False,
-            include_inactive_facts=query.include_inactive_facts,
-            now=self._now(),
-        )
+        condition, params = self._search_filters(context, query)
         # One snapshot: the scope epochs, the patches of the in-memory index, the statistics and the rows.
         db.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         done = False

@@ -33,7 +33,7 @@ import sqlite3
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -189,6 +189,15 @@ class ScopeIndex:
             "WHERE rowid IN (SELECT value FROM json_each(?)) AND scope_sig = ?",
             (json.dumps(changed), signature),
         ).fetchall()
+        self.apply(changed, rows, epoch, seq)
+
+    def apply(
+        self, changed: Sequence[int], rows: Sequence[tuple[Any, str, str]], epoch: int, seq: int
+    ) -> None:
+        """Retire the ``changed`` rows and index ``rows`` (rowid, analysed title, analysed body) anew.
+
+        Every backend's patch ends here once it has read its change log (``seq`` its newest entry).
+        """
         if self.slot_of is None:
             self.slot_of = {rowid: slot for slot, rowid in enumerate(self.rowids.tolist())}
         if self.dead is None:

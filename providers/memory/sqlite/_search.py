@@ -43,15 +43,7 @@ class RecordSearch(SQLiteCore, RecordLookup):
         assert self._analyzer is not None
         db = self._read()
         terms = self._analyzer.terms(query.text)
-        condition, params = self._filters(
-            context,
-            kinds=query.kinds,
-            status=query.status,
-            tags=query.tags,
-            include_deleted=False,
-            include_inactive_facts=query.include_inactive_facts,
-            now=self._now(),
-        )
+        condition, params = self._search_filters(context, query)
         # One read transaction: the scope epochs, the in-memory index and the rows are one snapshot.
         db.execute("BEGIN")
         try:
