@@ -14,28 +14,23 @@ trust; memory records with their ids — :mod:`simone.agents._tool_text`) plus t
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from importlib.metadata import PackageNotFoundError, version
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
 import mcp.types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
+from simone.agents._mcp_stdio import ToolHandlers, server_version, stdio_instructions
+from simone.agents._providers import LAZY_OPTION
 from simone.agents._runtime import Runtime
 from simone.agents._tool_text import render_tool_result
-from simone.agents._tools import AgentProfile, UnknownTool
-from simone.runtime import SimoneError, TrustedContext
+from simone.agents._tools import ORCHESTRATOR, RESEARCHER, AgentProfile, UnknownTool
+from simone.runtime import Caller, Settings, SimoneError, TrustedContext
 from simone.runtime.tracing import fail, tool_call_span
 
 log = logging.getLogger(__name__)
-
-
-def _version() -> str:
-    try:
-        return version("simone")
-    except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
-        return "0"
 
 
 Scope = Callable[[ServerRequestContext[Any]], tuple[TrustedContext, AgentProfile]]
@@ -50,13 +45,27 @@ def build_server(runtime: Runtime, context: TrustedContext, profile: AgentProfil
     never runs out of wall time, and one call cannot spend another's budget.
     """
     return build_scoped_server(
-        runtime,
-        lambda _ctx: (context, profile),
-        instructions=(
-            f"simone {profile.name} tools. Scope comes from the server's admitted context "
-            f"(actor {context.actor!r}); tool arguments never carry scope."
-        ),
+        runtime, lambda _ctx: (context, profile), instructions=stdio_instructions(profile.name, context.actor)
     )
+
+
+@asynccontextmanager
+async def open_stdio_tools(
+    settings: Settings, event: Mapping[str, Any], *, role: str = "orchestrator"
+) -> AsyncIterator[ToolHandlers]:
+    """``simone mcp``'s tools: the runtime open, ``event`` admitted under ``role``; closed on exit.
+
+    The index and the model open on first use; ``role`` is ``orchestrator`` or ``researcher``.
+
+    Raises:
+        SimoneError: the runtime cannot open, or the event is refused.
+    """
+    profile, caller = (
+        (RESEARCHER, Caller.RESEARCHER) if role == "researcher" else (ORCHESTRATOR, Caller.ORCHESTRATOR)
+    )
+    async with Runtime.open(settings, provider_options={"index": {LAZY_OPTION: True}}) as runtime:
+        context = runtime.admit(dict(event), caller=caller, timeout_s=None)
+        yield tool_handlers(runtime, lambda _ctx: (context, profile))
 
 
 def build_scoped_server(
@@ -68,6 +77,27 @@ def build_scoped_server(
     tools only and ``tools/call`` runs in a fresh session of the caller's context. ``timeout_s`` cancels
     a call still running after that many seconds (its context's deadline says the same to the tools).
     """
+    tools = tool_handlers(runtime, scope, timeout_s=timeout_s)
+
+    def schema(name: str) -> dict[str, Any] | None:
+        try:
+            return runtime.registry.get(name).spec().parameters
+        except UnknownTool:
+            return None
+
+    return Server(
+        "simone",
+        version=server_version(),
+        instructions=instructions
+        or "simone tools. Scope comes from the caller's admitted context; tool arguments never carry scope.",
+        get_tool_input_schema=schema,
+        on_list_tools=tools.list_tools,
+        on_call_tool=tools.call_tool,
+    )
+
+
+def tool_handlers(runtime: Runtime, scope: Scope, *, timeout_s: float | None = None) -> ToolHandlers:
+    """The ``tools/list`` and ``tools/call`` handlers of :func:`build_scoped_server` (and of ``simone mcp``)."""
 
     def profile_tools(profile: AgentProfile) -> dict[str, Any]:
         return {tool.name: tool for tool in runtime.registry.for_profile(profile)}
@@ -128,21 +158,7 @@ def build_scoped_server(
             structured_content=data,
         )
 
-    def schema(name: str) -> dict[str, Any] | None:
-        try:
-            return runtime.registry.get(name).spec().parameters
-        except UnknownTool:
-            return None
-
-    return Server(
-        "simone",
-        version=_version(),
-        instructions=instructions
-        or "simone tools. Scope comes from the caller's admitted context; tool arguments never carry scope.",
-        get_tool_input_schema=schema,
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-    )
+    return ToolHandlers(list_tools=list_tools, call_tool=call_tool)
 
 
 def _error(message: str) -> types.CallToolResult:

@@ -154,6 +154,7 @@ def mcp_session(cmd: list[str], env: dict[str, str], cwd: Path, *, call: bool) -
         _send(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
         _send(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}})
         tools = _receive(proc, 2)["result"]["tools"]
+        listed = time.perf_counter() - started
         first_call = None
         if call:
             began = time.perf_counter()
@@ -178,7 +179,13 @@ def mcp_session(cmd: list[str], env: dict[str, str], cwd: Path, *, call: bool) -
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-    return {"initialize_s": initialized, "first_call_s": first_call, "tools": tools, "cpu_s": _cpu() - cpu}
+    return {
+        "initialize_s": initialized,
+        "tools_list_s": listed,
+        "first_call_s": first_call,
+        "tools": tools,
+        "cpu_s": _cpu() - cpu,
+    }
 
 
 def model_path(data_dir: Path) -> Path:
@@ -215,7 +222,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--label", default="", help="suffix of the results file (e.g. before, after)")
     parser.add_argument("--data-dir", type=Path, default=None, help="a data dir to use (default: a temp one)")
+    parser.add_argument(
+        "--only",
+        choices=("help", "search", "ask", "mcp"),
+        action="append",
+        default=None,
+        help="measure only these commands (repeatable; default: all)",
+    )
     args = parser.parse_args(argv)
+    only = set(args.only or ("help", "search", "ask", "mcp"))
     owned = args.data_dir is None
     data_dir = Path(tempfile.mkdtemp(prefix="simone-startup-")) if owned else args.data_dir
     env = {**os.environ, "SIMONE_DATA_DIR": str(data_dir), "PYTHONDONTWRITEBYTECODE": "0"}
@@ -251,8 +266,10 @@ def main(argv: list[str] | None = None) -> int:
             "search": ([*SIMONE, "search", QUERY], floor),
             "ask (warm)": ([*SIMONE, "ask", QUESTION], floor),
         }
-        walls: dict[str, dict[str, list[float]]] = {k: {"ours": [], "peer": []} for k in [*pairs, "mcp"]}
-        cpus: dict[str, dict[str, list[float]]] = {k: {"ours": [], "peer": []} for k in [*pairs, "mcp"]}
+        pairs = {k: v for k, v in pairs.items() if k.split()[0] in only}
+        mcp_rows = ["mcp", "mcp tools/list"] if "mcp" in only else []
+        walls: dict[str, dict[str, list[float]]] = {k: {"ours": [], "peer": []} for k in [*pairs, *mcp_rows]}
+        cpus: dict[str, dict[str, list[float]]] = {k: {"ours": [], "peer": []} for k in [*pairs, *mcp_rows]}
         first_calls: list[float] = []
         for _ in range(args.runs):
             for name, (ours, peer) in pairs.items():
@@ -260,12 +277,15 @@ def main(argv: list[str] | None = None) -> int:
                     wall, cpu = timed(cmd, env, workdir)
                     walls[name][side].append(wall)
                     cpus[name][side].append(cpu)
+            if not mcp_rows:
+                continue
             ours_mcp = mcp_session([*SIMONE, "mcp", "--actor", "bench"], env, workdir, call=True)
             peer_mcp = mcp_session(bare, env, workdir, call=False)
-            walls["mcp"]["ours"].append(ours_mcp["initialize_s"])
-            walls["mcp"]["peer"].append(peer_mcp["initialize_s"])
-            cpus["mcp"]["ours"].append(ours_mcp["cpu_s"])
-            cpus["mcp"]["peer"].append(peer_mcp["cpu_s"])
+            for row, key in (("mcp", "initialize_s"), ("mcp tools/list", "tools_list_s")):
+                walls[row]["ours"].append(ours_mcp[key])
+                walls[row]["peer"].append(peer_mcp[key])
+                cpus[row]["ours"].append(ours_mcp["cpu_s"])
+                cpus[row]["peer"].append(peer_mcp["cpu_s"])
             first_calls.append(float(ours_mcp["first_call_s"]))
     finally:
         if owned:
@@ -277,6 +297,7 @@ def main(argv: list[str] | None = None) -> int:
         "search": "engine floor (lancedb + onnxruntime, one vector query)",
         "ask (warm)": "engine floor (lancedb + onnxruntime, one vector query)",
         "mcp": "bare official-SDK stdio server, same tool list",
+        "mcp tools/list": "the same bare server: spawn to tools/list answered",
     }
     targets = {"help": 1.2, "mcp": 1.5}
     rows: list[dict[str, Any]] = []
@@ -318,9 +339,11 @@ def main(argv: list[str] | None = None) -> int:
         if name in targets:
             item["target"] = {"on": "ratio", "op": "<=", "value": targets[name]}
         summary.append(item)
-    call = stats(first_calls)
-    print(f"mcp first retrieve_context call: {call['min']:.2f}/{call['median']:.2f}/{call['max']:.2f} s")
-    name = f"startup-{args.label}" if args.label else "startup"
+    call = stats(first_calls) if first_calls else None
+    if call is not None:
+        print(f"mcp first retrieve_context call: {call['min']:.2f}/{call['median']:.2f}/{call['max']:.2f} s")
+    label = args.label or ("" if args.only is None else "partial")  # a subset never replaces the full run
+    name = f"startup-{label}" if label else "startup"
     path = save(name, {"runs": args.runs, "rows": rows, "mcp_first_call_s": call, "summary": summary})
     print(f"wrote {path}")
     return 0

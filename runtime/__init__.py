@@ -4,127 +4,137 @@ Also the containment of untrusted text, retries and the provider registry. Two s
 machinery and its tuning: :mod:`simone.runtime.text` (analyzer, lexicon, BM25, scripts) and
 :mod:`simone.runtime.ranking` (legs, fusion, relevance, dedup, packing, the router's assembly steps);
 import their names from there (``from simone.runtime.ranking import LEXICAL_PIN``).
+
+Importing the package is cheap: each name is imported from its module the first time it is used
+(PEP 562), so a command that needs only the settings (``simone mcp`` before its handshake) or the errors
+does not pay for the router, the cache stores and the embedding chain.
 """
 
-from simone.runtime import ranking as ranking, text as text
-from simone.runtime._cache import (
-    CacheLookup as CacheLookup,
-    CacheSession as CacheSession,
-    CacheStats as CacheStats,
-    CacheStatus as CacheStatus,
-    Freshness as Freshness,
-    ResearchCache as ResearchCache,
-    cache_store as cache_store,
-    page_cache_key as page_cache_key,
-    research_cache_health as research_cache_health,
-    search_cache_key as search_cache_key,
-)
-from simone.runtime._cache_redis import RedisStore as RedisStore
-from simone.runtime._cache_stores import (
-    CacheHealth as CacheHealth,
-    CacheStore as CacheStore,
-    CacheStoreError as CacheStoreError,
-    DiskcacheStore as DiskcacheStore,
-    MemoryStore as MemoryStore,
-)
-from simone.runtime._chain import (
-    ChainHealth as ChainHealth,
-    EmbeddingChain as EmbeddingChain,
-    EmbeddingChainExhausted as EmbeddingChainExhausted,
-    validate_vectors as validate_vectors,
-)
-from simone.runtime._config import (
-    MAX_QUERY_CHARS as MAX_QUERY_CHARS,
-    WEB_BACKEND_HINT as WEB_BACKEND_HINT,
-    AgentSettings as AgentSettings,
-    Depth as Depth,
-    DepthName as DepthName,
-    EmbeddingSettings as EmbeddingSettings,
-    IndexSettings as IndexSettings,
-    LexicalSettings as LexicalSettings,
-    MemorySettings as MemorySettings,
-    RouterSettings as RouterSettings,
-    Settings as Settings,
-    WebSettings as WebSettings,
-    default_data_dir as default_data_dir,
-    describe_validation_error as describe_validation_error,
-    load_settings as load_settings,
-    web_not_configured as web_not_configured,
-)
-from simone.runtime._containment import (
-    CONTAINMENT_VERSION as CONTAINMENT_VERSION,
-    CleanedText as CleanedText,
-    ContainedText as ContainedText,
-    InstructionFlag as InstructionFlag,
-    contain_untrusted as contain_untrusted,
-    find_instruction_like as find_instruction_like,
-    strip_hidden as strip_hidden,
-)
-from simone.runtime._contracts import (
-    SCOPE_KEYS as SCOPE_KEYS,
-    BudgetReport as BudgetReport,
-    Caller as Caller,
-    Contribution as Contribution,
-    Evidence as Evidence,
-    Exclusion as Exclusion,
-    FusedItem as FusedItem,
-    ProviderFailure as ProviderFailure,
-    ProviderHits as ProviderHits,
-    ProviderKind as ProviderKind,
-    ProviderOutcome as ProviderOutcome,
-    ProviderResponse as ProviderResponse,
-    ProviderSelection as ProviderSelection,
-    ProviderTrace as ProviderTrace,
-    RequestSummary as RequestSummary,
-    RetrievalRequest as RetrievalRequest,
-    RetrievalResult as RetrievalResult,
-    SearchMode as SearchMode,
-    Status as Status,
-    Trace as Trace,
-    Trust as Trust,
-    TrustedContext as TrustedContext,
-    content_digest as content_digest,
-    evidence_id as evidence_id,
-)
-from simone.runtime._embedding import (
-    Embedder as Embedder,
-    EmbeddingKind as EmbeddingKind,
-    EmbeddingSpace as EmbeddingSpace,
-)
-from simone.runtime._errors import (
-    AccessDenied as AccessDenied,
-    BudgetExceeded as BudgetExceeded,
-    ConfigError as ConfigError,
-    EmbeddingSpaceMismatch as EmbeddingSpaceMismatch,
-    FailureKind as FailureKind,
-    InvalidRequest as InvalidRequest,
-    InvalidResponse as InvalidResponse,
-    NotFound as NotFound,
-    ProviderError as ProviderError,
-    ProviderNotConfigured as ProviderNotConfigured,
-    ProviderTimeout as ProviderTimeout,
-    ProviderUnavailable as ProviderUnavailable,
-    RateLimited as RateLimited,
-    ScopeViolation as ScopeViolation,
-    SimoneError as SimoneError,
-    UnknownProvider as UnknownProvider,
-)
-from simone.runtime._evidence_keys import EvidenceKey as EvidenceKey
-from simone.runtime._provider import (
-    PROVIDER_FACTORIES as PROVIDER_FACTORIES,
-    OpenedProviders as OpenedProviders,
-    Provider as Provider,
-    ProviderFactory as ProviderFactory,
-    ProviderRegistry as ProviderRegistry,
-    ProviderSetup as ProviderSetup,
-    register_provider as register_provider,
-)
-from simone.runtime._retry import (
-    RetryPolicy as RetryPolicy,
-    parse_retry_after as parse_retry_after,
-    retry_after_from_headers as retry_after_from_headers,
-)
-from simone.runtime._router import Router as Router
+from __future__ import annotations
+
+import importlib as _importlib
+from typing import TYPE_CHECKING as _TYPE_CHECKING, Any as _Any
+
+if _TYPE_CHECKING:
+    from simone.runtime import ranking as ranking, text as text
+    from simone.runtime._cache import (
+        CacheLookup as CacheLookup,
+        CacheSession as CacheSession,
+        CacheStats as CacheStats,
+        CacheStatus as CacheStatus,
+        Freshness as Freshness,
+        ResearchCache as ResearchCache,
+        cache_store as cache_store,
+        page_cache_key as page_cache_key,
+        research_cache_health as research_cache_health,
+        search_cache_key as search_cache_key,
+    )
+    from simone.runtime._cache_redis import RedisStore as RedisStore
+    from simone.runtime._cache_stores import (
+        CacheHealth as CacheHealth,
+        CacheStore as CacheStore,
+        CacheStoreError as CacheStoreError,
+        DiskcacheStore as DiskcacheStore,
+        MemoryStore as MemoryStore,
+    )
+    from simone.runtime._chain import (
+        ChainHealth as ChainHealth,
+        EmbeddingChain as EmbeddingChain,
+        EmbeddingChainExhausted as EmbeddingChainExhausted,
+        validate_vectors as validate_vectors,
+    )
+    from simone.runtime._config import (
+        MAX_QUERY_CHARS as MAX_QUERY_CHARS,
+        WEB_BACKEND_HINT as WEB_BACKEND_HINT,
+        AgentSettings as AgentSettings,
+        Depth as Depth,
+        DepthName as DepthName,
+        EmbeddingSettings as EmbeddingSettings,
+        IndexSettings as IndexSettings,
+        LexicalSettings as LexicalSettings,
+        MemorySettings as MemorySettings,
+        RouterSettings as RouterSettings,
+        Settings as Settings,
+        WebSettings as WebSettings,
+        default_data_dir as default_data_dir,
+        describe_validation_error as describe_validation_error,
+        load_settings as load_settings,
+        web_not_configured as web_not_configured,
+    )
+    from simone.runtime._containment import (
+        CONTAINMENT_VERSION as CONTAINMENT_VERSION,
+        CleanedText as CleanedText,
+        ContainedText as ContainedText,
+        InstructionFlag as InstructionFlag,
+        contain_untrusted as contain_untrusted,
+        find_instruction_like as find_instruction_like,
+        strip_hidden as strip_hidden,
+    )
+    from simone.runtime._contracts import (
+        SCOPE_KEYS as SCOPE_KEYS,
+        BudgetReport as BudgetReport,
+        Caller as Caller,
+        Contribution as Contribution,
+        Evidence as Evidence,
+        Exclusion as Exclusion,
+        FusedItem as FusedItem,
+        ProviderFailure as ProviderFailure,
+        ProviderHits as ProviderHits,
+        ProviderKind as ProviderKind,
+        ProviderOutcome as ProviderOutcome,
+        ProviderResponse as ProviderResponse,
+        ProviderSelection as ProviderSelection,
+        ProviderTrace as ProviderTrace,
+        RequestSummary as RequestSummary,
+        RetrievalRequest as RetrievalRequest,
+        RetrievalResult as RetrievalResult,
+        SearchMode as SearchMode,
+        Status as Status,
+        Trace as Trace,
+        Trust as Trust,
+        TrustedContext as TrustedContext,
+        content_digest as content_digest,
+        evidence_id as evidence_id,
+    )
+    from simone.runtime._embedding import (
+        Embedder as Embedder,
+        EmbeddingKind as EmbeddingKind,
+        EmbeddingSpace as EmbeddingSpace,
+    )
+    from simone.runtime._errors import (
+        AccessDenied as AccessDenied,
+        BudgetExceeded as BudgetExceeded,
+        ConfigError as ConfigError,
+        EmbeddingSpaceMismatch as EmbeddingSpaceMismatch,
+        FailureKind as FailureKind,
+        InvalidRequest as InvalidRequest,
+        InvalidResponse as InvalidResponse,
+        NotFound as NotFound,
+        ProviderError as ProviderError,
+        ProviderNotConfigured as ProviderNotConfigured,
+        ProviderTimeout as ProviderTimeout,
+        ProviderUnavailable as ProviderUnavailable,
+        RateLimited as RateLimited,
+        ScopeViolation as ScopeViolation,
+        SimoneError as SimoneError,
+        UnknownProvider as UnknownProvider,
+    )
+    from simone.runtime._evidence_keys import EvidenceKey as EvidenceKey
+    from simone.runtime._provider import (
+        PROVIDER_FACTORIES as PROVIDER_FACTORIES,
+        OpenedProviders as OpenedProviders,
+        Provider as Provider,
+        ProviderFactory as ProviderFactory,
+        ProviderRegistry as ProviderRegistry,
+        ProviderSetup as ProviderSetup,
+        register_provider as register_provider,
+    )
+    from simone.runtime._retry import (
+        RetryPolicy as RetryPolicy,
+        parse_retry_after as parse_retry_after,
+        retry_after_from_headers as retry_after_from_headers,
+    )
+    from simone.runtime._router import Router as Router
 
 __all__ = (
     "AccessDenied",
@@ -228,3 +238,123 @@ __all__ = (
     "validate_vectors",
     "web_not_configured",
 )
+
+
+_HOMES: dict[str, str] = {
+    "AccessDenied": "simone.runtime._errors",
+    "AgentSettings": "simone.runtime._config",
+    "BudgetExceeded": "simone.runtime._errors",
+    "BudgetReport": "simone.runtime._contracts",
+    "CONTAINMENT_VERSION": "simone.runtime._containment",
+    "CacheHealth": "simone.runtime._cache_stores",
+    "CacheLookup": "simone.runtime._cache",
+    "CacheSession": "simone.runtime._cache",
+    "CacheStats": "simone.runtime._cache",
+    "CacheStatus": "simone.runtime._cache",
+    "CacheStore": "simone.runtime._cache_stores",
+    "CacheStoreError": "simone.runtime._cache_stores",
+    "Caller": "simone.runtime._contracts",
+    "ChainHealth": "simone.runtime._chain",
+    "CleanedText": "simone.runtime._containment",
+    "ConfigError": "simone.runtime._errors",
+    "ContainedText": "simone.runtime._containment",
+    "Contribution": "simone.runtime._contracts",
+    "Depth": "simone.runtime._config",
+    "DepthName": "simone.runtime._config",
+    "DiskcacheStore": "simone.runtime._cache_stores",
+    "Embedder": "simone.runtime._embedding",
+    "EmbeddingChain": "simone.runtime._chain",
+    "EmbeddingChainExhausted": "simone.runtime._chain",
+    "EmbeddingKind": "simone.runtime._embedding",
+    "EmbeddingSettings": "simone.runtime._config",
+    "EmbeddingSpace": "simone.runtime._embedding",
+    "EmbeddingSpaceMismatch": "simone.runtime._errors",
+    "Evidence": "simone.runtime._contracts",
+    "EvidenceKey": "simone.runtime._evidence_keys",
+    "Exclusion": "simone.runtime._contracts",
+    "FailureKind": "simone.runtime._errors",
+    "Freshness": "simone.runtime._cache",
+    "FusedItem": "simone.runtime._contracts",
+    "IndexSettings": "simone.runtime._config",
+    "InstructionFlag": "simone.runtime._containment",
+    "InvalidRequest": "simone.runtime._errors",
+    "InvalidResponse": "simone.runtime._errors",
+    "LexicalSettings": "simone.runtime._config",
+    "MAX_QUERY_CHARS": "simone.runtime._config",
+    "MemorySettings": "simone.runtime._config",
+    "MemoryStore": "simone.runtime._cache_stores",
+    "NotFound": "simone.runtime._errors",
+    "OpenedProviders": "simone.runtime._provider",
+    "PROVIDER_FACTORIES": "simone.runtime._provider",
+    "Provider": "simone.runtime._provider",
+    "ProviderError": "simone.runtime._errors",
+    "ProviderFactory": "simone.runtime._provider",
+    "ProviderFailure": "simone.runtime._contracts",
+    "ProviderHits": "simone.runtime._contracts",
+    "ProviderKind": "simone.runtime._contracts",
+    "ProviderNotConfigured": "simone.runtime._errors",
+    "ProviderOutcome": "simone.runtime._contracts",
+    "ProviderRegistry": "simone.runtime._provider",
+    "ProviderResponse": "simone.runtime._contracts",
+    "ProviderSelection": "simone.runtime._contracts",
+    "ProviderSetup": "simone.runtime._provider",
+    "ProviderTimeout": "simone.runtime._errors",
+    "ProviderTrace": "simone.runtime._contracts",
+    "ProviderUnavailable": "simone.runtime._errors",
+    "RateLimited": "simone.runtime._errors",
+    "RedisStore": "simone.runtime._cache_redis",
+    "RequestSummary": "simone.runtime._contracts",
+    "ResearchCache": "simone.runtime._cache",
+    "RetrievalRequest": "simone.runtime._contracts",
+    "RetrievalResult": "simone.runtime._contracts",
+    "RetryPolicy": "simone.runtime._retry",
+    "Router": "simone.runtime._router",
+    "RouterSettings": "simone.runtime._config",
+    "SCOPE_KEYS": "simone.runtime._contracts",
+    "ScopeViolation": "simone.runtime._errors",
+    "SearchMode": "simone.runtime._contracts",
+    "Settings": "simone.runtime._config",
+    "SimoneError": "simone.runtime._errors",
+    "Status": "simone.runtime._contracts",
+    "Trace": "simone.runtime._contracts",
+    "Trust": "simone.runtime._contracts",
+    "TrustedContext": "simone.runtime._contracts",
+    "UnknownProvider": "simone.runtime._errors",
+    "WEB_BACKEND_HINT": "simone.runtime._config",
+    "WebSettings": "simone.runtime._config",
+    "cache_store": "simone.runtime._cache",
+    "contain_untrusted": "simone.runtime._containment",
+    "content_digest": "simone.runtime._contracts",
+    "default_data_dir": "simone.runtime._config",
+    "describe_validation_error": "simone.runtime._config",
+    "evidence_id": "simone.runtime._contracts",
+    "find_instruction_like": "simone.runtime._containment",
+    "load_settings": "simone.runtime._config",
+    "page_cache_key": "simone.runtime._cache",
+    "parse_retry_after": "simone.runtime._retry",
+    "ranking": "simone.runtime.ranking",
+    "register_provider": "simone.runtime._provider",
+    "research_cache_health": "simone.runtime._cache",
+    "retry_after_from_headers": "simone.runtime._retry",
+    "search_cache_key": "simone.runtime._cache",
+    "strip_hidden": "simone.runtime._containment",
+    "text": "simone.runtime.text",
+    "validate_vectors": "simone.runtime._chain",
+    "web_not_configured": "simone.runtime._config",
+}
+"""Where each exported name lives (imported on first use by :func:`__getattr__`); a sub-face maps to
+itself."""
+
+
+def __getattr__(name: str) -> _Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = _importlib.import_module(home)
+    value = module if home == f"{__name__}.{name}" else getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

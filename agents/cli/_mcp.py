@@ -4,16 +4,27 @@ The server admits one event at start-up (``--actor``, ``--project``, ``--convers
 ``$SIMONE_ACTOR``) under a role: ``--role orchestrator`` (default) or ``--role researcher`` (the only
 role that gets ``web_research``). Tool arguments never carry scope.
 
-The server answers the handshake before it opens the document index: LanceDB and the embedding model
-are loaded by the first search (``provider_options={"index": {"lazy": True}}``).
+The server answers the handshake at once: the runtime is imported in a worker thread and opened beside
+it (``tools/list`` and ``tools/call`` wait for it), and LanceDB and the embedding model are loaded by
+the first search (``provider_options={"index": {"lazy": True}}``). A runtime that fails to open is
+reported on stderr at once, every tool request is answered with that error, and the command exits 1
+when the client leaves.
 """
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+import importlib
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
 
 from simone.agents.cli._settings import add_scope_arguments, event_from_args, settings_from_args
+
+if TYPE_CHECKING:
+    from simone.agents._mcp_stdio import ToolHandlers
+
+EXIT_ERROR = 1
 
 
 def register(subparsers: Any) -> None:
@@ -33,17 +44,31 @@ def register(subparsers: Any) -> None:
 
 
 async def run(args: argparse.Namespace) -> int:
-    """Open the runtime (the index on first use), admit the server's event, serve until the client leaves."""
-    from simone.agents._mcp import serve_stdio
-    from simone.agents._providers import LAZY_OPTION
-    from simone.agents._runtime import Runtime
-    from simone.agents._tools import ORCHESTRATOR, RESEARCHER
-    from simone.runtime import Caller
+    """Serve at once, open the runtime beside the handshake, serve until the client leaves.
+
+    Exits 1 if the runtime could not open (the error was printed on stderr when it happened).
+    """
+    import anyio
+    from simone.agents._mcp_stdio import serve_stdio_opening, server_version, stdio_instructions
+    from simone.agents.cli._main import report
 
     settings = settings_from_args(args)
-    profile = RESEARCHER if args.role == "researcher" else ORCHESTRATOR
-    caller = Caller.RESEARCHER if args.role == "researcher" else Caller.ORCHESTRATOR
-    async with Runtime.open(settings, provider_options={"index": {LAZY_OPTION: True}}) as runtime:
-        context = runtime.admit(event_from_args(args), caller=caller, timeout_s=None)
-        await serve_stdio(runtime, context, profile)
-    return 0
+    event = event_from_args(args)
+
+    @asynccontextmanager
+    async def open_tools() -> AsyncIterator[ToolHandlers]:
+        # the runtime's imports (as long as the MCP SDK's own) run off the event loop, beside the handshake
+        await anyio.to_thread.run_sync(importlib.import_module, "simone.agents._mcp")
+        from simone.agents._mcp import open_stdio_tools
+
+        async with open_stdio_tools(settings, event, role=args.role) as tools:
+            yield tools
+
+    failure = await serve_stdio_opening(
+        open_tools,
+        name="simone",
+        version=server_version(),
+        instructions=stdio_instructions(args.role, event["actor"]),
+        report=lambda exc: report(exc, "simone mcp", data_dir=getattr(args, "resolved_data_dir", None)),
+    )
+    return 0 if failure is None else EXIT_ERROR
