@@ -44,12 +44,13 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from simone.providers.documents._calibration import relevance_rule
 from simone.providers.documents._index import DocumentIndex
-from simone.providers.documents._store import Collection, Hit, build_where
+from simone.providers.documents._store import Collection, Hit, build_where, project_of, unpack_row
 from simone.runtime import (
     Evidence,
     EvidenceKey,
@@ -207,13 +208,12 @@ class DocumentIndexProvider:
         async def lexical(request: RetrievalRequest, context: TrustedContext) -> list[Hit]:
             collection = search.collection
             hits = await collection.search_terms(
-                " ".join(search.query_terms), await search.leg_where(collection), search.candidates
+                " ".join(search.query_terms), await search.leg_where(collection), search.candidates, read=True
             )
-            if with_top and hits:
+            if with_top and hits and hits[0].columns is not None:
                 # The best hit's terms give the leg's confidence in the fusion (its coverage of the
-                # question); read here, beside the semantic legs, not after them.
-                terms = (await collection.terms_of([hits[0].id], search.where)).get(hits[0].id)
-                search.top_terms.update(terms.split() if terms is not None else ())
+                # question); the search read them with the rows.
+                search.top_terms.update(str(hits[0].columns["terms"]).split())
             return hits
 
         return FunctionLeg(LEXICAL, lexical)
@@ -233,6 +233,8 @@ class DocumentIndexProvider:
                 nprobes=index.settings.ann_nprobes,
                 refine_factor=index.settings.ann_refine_factor or None,
                 probe_share=index.settings.ann_probe_share,
+                # the rows are read from the main collection: a leg searching it reads them at once
+                read=table is search.collection,
             )
 
         return FunctionLeg(leg, semantic)
@@ -335,19 +337,23 @@ class DocumentIndexProvider:
             )
         )
         tables = dict(search.semantic)
+        # Rows and row ids serve only where the leg searched the table rows are read from.
+        own = [hits for leg, hits in legs.items() if leg == LEXICAL or tables.get(leg) is search.collection]
+        visible = set(search.projects)
         reader = _RowReader(
             provider=self,
             search=search,
             verdicts=judged.verdicts,
             lexical_ids=lexical_ids,
             has_lexical=LEXICAL in legs,
-            # Row ids are a read hint only where the leg searched the table rows are read from.
-            row_hints={
-                hit.id: hit.row
-                for leg, hits in legs.items()
-                if leg == LEXICAL or tables.get(leg) is search.collection
+            row_hints={hit.id: hit.row for hits in own for hit in hits if hit.row is not None},
+            # A leg may leave its project test out (every row passed it when the search began); a row
+            # written meanwhile for another project is not used (nor read again: it is not in scope).
+            read_rows={
+                hit.id: hit.columns
+                for hits in own
                 for hit in hits
-                if hit.row is not None
+                if hit.columns is not None and project_of(hit.columns) in visible
             },
             lexical_only=not judged.verdicts,
             word_share=word_share,
@@ -433,6 +439,7 @@ class _RowReader:
     lexical_ids: set[str]
     has_lexical: bool
     row_hints: dict[str, int]
+    read_rows: dict[str, Mapping[str, Any]]
     lexical_only: bool
     word_share: float
     on_topic: bool
@@ -467,12 +474,21 @@ class _RowReader:
         return self.out, self.dropped
 
     async def _fetch(self, wanted: list[str]) -> dict[str, dict[str, Any]]:
+        """The rows of ``wanted``: those the legs read with their search, the rest read now."""
         search = self.search
-        if not wanted:
-            return {}
-        return await search.collection.fetch(
-            wanted, search.where, rows=self.row_hints, projects=search.projects
-        )
+        found = {
+            chunk_id: unpack_row(self.read_rows[chunk_id])
+            for chunk_id in wanted
+            if chunk_id in self.read_rows
+        }
+        rest = [chunk_id for chunk_id in wanted if chunk_id not in found]
+        if rest:
+            found.update(
+                await search.collection.fetch(
+                    rest, search.where, rows=self.row_hints, projects=search.projects
+                )
+            )
+        return found
 
     def _meaning(self, chunk_id: str) -> dict[str, Judgement]:
         return {leg: v[chunk_id] for leg, v in self.verdicts.items() if chunk_id in v}

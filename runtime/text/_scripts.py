@@ -21,6 +21,7 @@ language, and those would lose the semantic leg.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections import Counter
@@ -68,6 +69,13 @@ _WORD = re.compile(r"\w+")
 
 def script_of(char: str) -> str | None:
     """The script of a letter (``LATIN``, ``GREEK``, ``HAN``…), ``None`` for anything else."""
+    if char.isascii():  # the common case, without a Unicode name lookup
+        return "LATIN" if char.isalpha() else None
+    return _script_of_letter(char)
+
+
+@functools.lru_cache(maxsize=8192)
+def _script_of_letter(char: str) -> str | None:
     if not char.isalpha():
         return None
     name = unicodedata.name(char, "")
@@ -79,6 +87,8 @@ def script_of(char: str) -> str | None:
 
 def main_script(text: str) -> str | None:
     """The script most letters of ``text`` are written in (``None`` without letters)."""
+    if text.isascii():  # the common case: Latin letters or none
+        return "LATIN" if any(char.isalpha() for char in text) else None
     counts = Counter(script for char in text if (script := script_of(char)) is not None)
     return counts.most_common(1)[0][0] if counts else None
 

@@ -556,7 +556,7 @@ def test_a_table_from_before_the_card_column_gets_it_on_open(tmp_path: Path, tre
 
 
 def test_reads_by_row_id_are_checked_against_id_and_project(tmp_path: Path, tree: Path) -> None:
-    from simone.providers.documents._store import build_where
+    from simone.providers.documents._store import build_where, project_of, unpack_row
 
     async def go() -> None:
         async with _index(tmp_path, EmbeddingChain([HashEmbedder(16)])) as index:
@@ -582,6 +582,17 @@ def test_reads_by_row_id_are_checked_against_id_and_project(tmp_path: Path, tree
             assert await table.fetch(ids, where, rows=gone, projects=visible) == by_id
             # Taken rows outside the caller's projects are not returned, whatever the hint says.
             assert await table.fetch(ids, build_where([""], {}), rows=hints, projects=[""]) == {}
+            # Rows read by the search itself are the rows a read by id gives, with the same project.
+            read = await table.search_terms("budget report refund install", where, 10, read=True)
+            assert [hit.id for hit in read] == ids
+            assert {hit.id: unpack_row(hit.columns or {}) for hit in read} == by_id
+            assert {project_of(hit.columns or {}) for hit in read} == {"alpha"}
+            vector = (await index.chain.embed(["budget report"], space=table.space, kind="query"))[0]
+            near = await table.search_vector(vector, where, 5, exact=True, read=True)
+            assert near and all(hit.columns is not None for hit in near)
+            assert {hit.id: unpack_row(hit.columns or {}) for hit in near} == await table.fetch(
+                [hit.id for hit in near], where
+            )
 
     anyio.run(go)
 
