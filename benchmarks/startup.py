@@ -92,6 +92,126 @@ anyio.run(main)
 """
 
 
+BREAKDOWN = r"""
+import json, sys, time
+t0 = time.perf_counter()
+import lancedb, onnxruntime, tokenizers  # the engine (what the engine floor imports too)
+te = time.perf_counter()
+import anyio
+from simone.agents.cli import _search  # the command's own imports (rich, the runtime's faces)
+from simone.providers.documents import DocumentIndex, DocumentIndexProvider
+from simone.runtime import Caller, Router, TrustedContext, load_settings
+t1 = time.perf_counter()
+marks = {}
+async def main():
+    settings = load_settings()
+    async with DocumentIndex.open(settings) as index:
+        marks["open"] = time.perf_counter()
+        space = index.collection.space
+        await index.chain.embed(["warm"], space=space, kind="query")  # loads the model
+        marks["model"] = time.perf_counter()
+        router = Router([DocumentIndexProvider(index)])
+        context = TrustedContext(actor="bench", caller=Caller.ORCHESTRATOR)
+        await router.retrieve(router.request(sys.argv[1]), context)
+        marks["query"] = time.perf_counter()
+anyio.run(main)
+print(json.dumps({"import lancedb, onnxruntime, tokenizers": te - t0, "import simone's modules": t1 - te,
+                  "open store": marks["open"] - t1,
+                  "load model": marks["model"] - marks["open"], "query": marks["query"] - marks["model"]}))
+"""
+"""``simone search``'s steps, timed inside one fresh process (after the interpreter's own start)."""
+
+ENGINE_PACKAGES = frozenset(
+    {
+        "lancedb",
+        "lance",
+        "lance_namespace",
+        "lance_namespace_urllib3_client",
+        "pandas",
+        "pyarrow",
+        "numpy",
+        "onnxruntime",
+        "tokenizers",
+        "urllib3",
+        "pytz",
+        "dateutil",
+        "six",
+        "deprecation",
+        "packaging",
+        "tqdm",
+        "overrides",
+    }
+)
+"""What LanceDB and onnxruntime import (the engine floor pays for these too)."""
+
+
+def breakdown(env: dict[str, str], cwd: Path, runs: int) -> dict[str, Any]:
+    """Where a fresh ``simone search`` spends its time: interpreter, imports (by owner), steps."""
+    steps: dict[str, list[float]] = {}
+    owners: dict[str, list[float]] = {}
+    for _ in range(runs):
+        started = time.perf_counter()
+        done = subprocess.run(
+            [PYTHON, "-X", "importtime", "-c", BREAKDOWN, QUERY],
+            env=env,
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        wall = time.perf_counter() - started
+        if done.returncode != 0:
+            raise RuntimeError(f"the breakdown child failed: {done.stderr[-2000:]}")
+        timed_steps = json.loads(done.stdout.strip().splitlines()[-1])
+        for name, seconds in timed_steps.items():
+            steps.setdefault(name, []).append(seconds)
+        steps.setdefault("interpreter and exit", []).append(wall - sum(timed_steps.values()))
+        per_owner: dict[str, float] = {}
+        for line in done.stderr.splitlines():
+            parts = line.split("|")
+            if (
+                not line.startswith("import time:")
+                or len(parts) != 3
+                or not parts[0].split(":")[1].strip().isdigit()
+            ):
+                continue
+            name = parts[2].strip()
+            top = name.split(".")[0]
+            owner = (
+                "engine (lancedb, pyarrow, pandas, numpy, onnxruntime…)"
+                if top in ENGINE_PACKAGES
+                else "simone"
+                if top == "simone"
+                else "pydantic"
+                if top.startswith(("pydantic", "annotated_types", "typing_inspection"))
+                else "rich"
+                if top in ("rich", "pygments", "markdown_it", "mdurl")
+                else "httpx and its deps"
+                if top in ("httpx", "httpcore", "idna", "h11", "certifi", "sniffio", "click")
+                else f"other ({top})"
+            )
+            per_owner[owner] = per_owner.get(owner, 0.0) + int(parts[0].split(":")[1]) / 1e6
+        for owner, seconds in per_owner.items():
+            owners.setdefault(owner, []).append(seconds)
+    return {
+        "steps_s": {name: round(statistics.median(values), 3) for name, values in steps.items()},
+        "imports_by_owner_s": _grouped_others(
+            {name: statistics.median(values) for name, values in owners.items()}, shown=4
+        ),
+        "note": "imports timed with -X importtime (self time summed by owner; the tracer inflates it ~1.3x)",
+    }
+
+
+def _grouped_others(owners: dict[str, float], *, shown: int) -> dict[str, float]:
+    """Owners by time, the ``shown`` largest "other (package)" named and the rest summed as "other"."""
+    named = {k: v for k, v in owners.items() if not k.startswith("other (")}
+    others = sorted(((v, k) for k, v in owners.items() if k.startswith("other (")), reverse=True)
+    named.update({k: v for v, k in others[:shown]})
+    if others[shown:]:
+        named["other (the rest)"] = sum(v for v, _ in others[shown:])
+    return {k: round(v, 3) for k, v in sorted(named.items(), key=lambda item: -item[1])}
+
+
 def _cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
@@ -229,6 +349,11 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="measure only these commands (repeatable; default: all)",
     )
+    parser.add_argument(
+        "--breakdown",
+        action="store_true",
+        help="also time simone search's steps (imports by owner, open, model, query) in a fresh process",
+    )
     args = parser.parse_args(argv)
     only = set(args.only or ("help", "search", "ask", "mcp"))
     owned = args.data_dir is None
@@ -287,6 +412,7 @@ def main(argv: list[str] | None = None) -> int:
                 cpus[row]["ours"].append(ours_mcp["cpu_s"])
                 cpus[row]["peer"].append(peer_mcp["cpu_s"])
             first_calls.append(float(ours_mcp["first_call_s"]))
+        where = breakdown(env, workdir, args.runs) if args.breakdown else None
     finally:
         if owned:
             shutil.rmtree(data_dir, ignore_errors=True)
@@ -342,9 +468,24 @@ def main(argv: list[str] | None = None) -> int:
     call = stats(first_calls) if first_calls else None
     if call is not None:
         print(f"mcp first retrieve_context call: {call['min']:.2f}/{call['median']:.2f}/{call['max']:.2f} s")
+    if where is not None:
+        print(f"\nwhere a fresh simone search spends its time (median of {args.runs}; {where['note']}):")
+        for name, seconds in where["steps_s"].items():
+            print(f"  step    {name:<58} {seconds:6.3f} s")
+        for name, seconds in where["imports_by_owner_s"].items():
+            print(f"  import  {name:<58} {seconds:6.3f} s")
     label = args.label or ("" if args.only is None else "partial")  # a subset never replaces the full run
     name = f"startup-{label}" if label else "startup"
-    path = save(name, {"runs": args.runs, "rows": rows, "mcp_first_call_s": call, "summary": summary})
+    path = save(
+        name,
+        {
+            "runs": args.runs,
+            "rows": rows,
+            "mcp_first_call_s": call,
+            "search_breakdown": where,
+            "summary": summary,
+        },
+    )
     print(f"wrote {path}")
     return 0
 

@@ -1,5 +1,5 @@
 """The ``simone`` command line."""
 
-from simone.agents.cli._main import main as main
+from simone.agents.cli._main import console as console, main as main
 
-__all__ = ("main",)
+__all__ = ("console", "main")

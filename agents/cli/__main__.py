@@ -1,7 +1,5 @@
 """``python -m simone.agents.cli`` — the same as the ``simone`` command."""
 
-import sys
+from simone.agents.cli._main import console
 
-from simone.agents.cli._main import main
-
-sys.exit(main())
+console()

@@ -164,7 +164,7 @@ class DocumentIndexProvider:
         judged = self._judge(search, results.hits)
         started = time.perf_counter()
         evidence, excluded = await self._evidence(search, results.hits, judged)
-        search.timings["fetch_ms"] = (time.perf_counter() - started) * 1000
+        search.timings["evidence_ms"] = (time.perf_counter() - started) * 1000
         details = self._details(search, results, judged, len(excluded))
         return ProviderResponse(
             evidence=evidence,

@@ -103,3 +103,45 @@ def test_a_lazy_runtime_opens_the_index_on_first_search(tmp_path: Path) -> None:
             assert any("Reciprocal rank fusion" in e.content for e in result.evidence)
 
     anyio.run(go)
+
+
+EXIT_PROBE = """
+import atexit, sys, threading, time
+from pathlib import Path
+from simone.agents.cli._main import exit_now
+atexit.register(lambda: print("handler ran", flush=False))
+print("x" * 200_000)  # more than a pipe's buffer: must be flushed, not lost
+if sys.argv[1] == "thread":
+    def late() -> None:
+        time.sleep(0.3)
+        Path(sys.argv[2]).write_text("done", encoding="utf-8")
+    threading.Thread(target=late).start()  # a non-daemon thread still working
+exit_now(3)
+"""
+
+
+@pytest.mark.parametrize("case", ["plain", "thread"])
+def test_the_quick_exit_flushes_runs_the_handlers_and_waits_for_live_threads(
+    case: str, tmp_path: Path
+) -> None:
+    """``simone`` skips the interpreter's teardown, yet nothing written is lost and nothing is cut short."""
+    marker = tmp_path / "marker"
+    done = subprocess.run(
+        [sys.executable, "-c", EXIT_PROBE, case, str(marker)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 3
+    assert done.stdout == "x" * 200_000 + "\nhandler ran\n"
+    assert marker.exists() == (case == "thread")
+
+
+def test_the_runtime_face_imports_only_what_a_name_needs() -> None:
+    """``from simone.runtime import load_settings`` (``simone mcp`` before its handshake) stays light."""
+    probe = (
+        "import sys; from simone.runtime import load_settings, SimoneError; "
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith(('simone', 'lancedb', 'numpy', 'mcp')))))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    loaded = set(done.stdout.split())
+    assert loaded == {"simone", "simone.runtime", "simone.runtime._config", "simone.runtime._errors"}, loaded
