@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import math
 import platform
 import shutil
 import statistics
@@ -198,9 +199,16 @@ async def ensure_text_fts(collection: Any) -> float:
 async def engine_comparison(
     big_index: DocumentIndex, exact_index: DocumentIndex, queries: list[str], nprobes: int
 ) -> dict[str, Any]:
-    """simone's hybrid beside LanceDB's own hybrid, interleaved query by query (see step 5)."""
+    """simone's hybrid beside LanceDB's own hybrid, interleaved query by query (see step 5).
+
+    LanceDB's query probes as many partitions as simone's vector leg does: ``nprobes`` raised to
+    ``ann_probe_share`` of the index's partitions (60 of 1,000 at 1M rows), as ``search_vector`` does.
+    """
     collection = big_index.collection
     assert collection is not None
+    index_info = await collection.vector_index()
+    if index_info is not None:
+        nprobes = max(nprobes, math.ceil(big_index.settings.ann_probe_share * index_info[1]))
     provider = DocumentIndexProvider(big_index)
     exact_provider = DocumentIndexProvider(exact_index)
     space = collection.space

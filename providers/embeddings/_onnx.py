@@ -10,6 +10,7 @@ last hidden states over real tokens, L2-normalised.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
@@ -133,8 +134,10 @@ class OnnxMiniLMEmbedder:
         self._batch_size = batch_size
         self._limiter = limiter or anyio.CapacityLimiter(1)
         self._max_tokens = max_tokens
+        self._opened = False
         self._session: onnxruntime.InferenceSession | None = None
         self._short: onnxruntime.InferenceSession | None = None
+        self._batch_lock = threading.Lock()
         self._short_limiter = anyio.CapacityLimiter(1)
         self._input_names: frozenset[str] = frozenset()
         self._encoder: Tokenizer | None = None
@@ -200,8 +203,8 @@ class OnnxMiniLMEmbedder:
 
     @property
     def started(self) -> bool:
-        """Whether the ONNX session is open."""
-        return self._session is not None
+        """Whether the model is open (its batch session may still open at the first long call)."""
+        return self._opened
 
     @property
     def tokenizer(self) -> Tokenizer:
@@ -226,16 +229,17 @@ class OnnxMiniLMEmbedder:
             ProviderNotConfigured: the model file is missing.
             ProviderUnavailable: the file is corrupt or onnxruntime cannot load it.
         """
-        if self._session is not None:
+        if self._opened:
             return
         if self._start_lock is None:
             self._start_lock = anyio.Lock()
         async with self._start_lock:
-            if self._session is None:
+            if not self._opened:
                 await anyio.to_thread.run_sync(self._open, limiter=self._limiter)
 
     async def aclose(self) -> None:
         """Drop the sessions (onnxruntime frees them when the last reference goes)."""
+        self._opened = False
         self._session = None
         self._short = None
         self._running = None
@@ -274,8 +278,8 @@ class OnnxMiniLMEmbedder:
         return self._embed_window(self._short, texts)
 
     def embed_sync(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        """The blocking core of :meth:`embed` (the session must be open); for benchmarks and threads."""
-        session = self._session
+        """The blocking core of :meth:`embed` (the model must be open); for benchmarks and threads."""
+        session = self._batch_session() if self._opened else None
         if session is None:
             raise ProviderUnavailable(
                 "the ONNX embedder is not started; use 'async with' or await start() first",
@@ -345,19 +349,10 @@ class OnnxMiniLMEmbedder:
                 )
             running = self._choose(path)
         wanted = self._wanted_providers or execution_providers()
-        try:
-            session = cast("onnxruntime.InferenceSession", open_session(running[1], self._threads, wanted))
-            short = (
-                cast("onnxruntime.InferenceSession", open_session(running[1], 1, wanted))
-                if self._threads > 1
-                else None
-            )
-        except Exception as exc:
-            raise ProviderUnavailable(
-                f"onnxruntime cannot load {running[1]}: {type(exc).__name__}: {exc}",
-                provider=ONNX_SPACE.key,
-                retryable=False,
-            ) from exc
+        # The one-thread session (queries; the only one with one thread) opens now; a batch session with
+        # more threads opens at the first longer call (indexing), so a search process never pays its
+        # ~0.1 s.
+        session = _load(running[1], 1, wanted)
         self._input_names = frozenset(i.name for i in session.get_inputs())
         missing = {"input_ids", "attention_mask"} - self._input_names
         if missing or "last_hidden_state" not in {o.name for o in session.get_outputs()}:
@@ -369,9 +364,17 @@ class OnnxMiniLMEmbedder:
         self._encoder = load_tokenizer(max_tokens=self._max_tokens, pad=True)
         self._asked = list(wanted)
         self._providers = list(session.get_providers())
-        self._short = short
-        self._session = session
+        self._short, self._session = (session, None) if self._threads > 1 else (None, session)
         self._running = running
+        self._opened = True
+
+    def _batch_session(self) -> onnxruntime.InferenceSession:
+        """The session with ``intra_op_threads`` threads, opened on first use (thread-safe)."""
+        with self._batch_lock:
+            if self._session is None:
+                assert self._running is not None
+                self._session = _load(self._running[1], self._threads, self._asked)
+            return self._session
 
     def _choose(self, packaged: Path) -> tuple[str, Path, str]:
         if self._variant == "reference":
@@ -392,3 +395,14 @@ class OnnxMiniLMEmbedder:
                 retryable=False,
             )
         return (choice.variant, choice.path, choice.reason)
+
+
+def _load(path: Path, threads: int, providers: Sequence[str]) -> onnxruntime.InferenceSession:
+    try:
+        return cast("onnxruntime.InferenceSession", open_session(path, threads, providers))
+    except Exception as exc:
+        raise ProviderUnavailable(
+            f"onnxruntime cannot load {path}: {type(exc).__name__}: {exc}",
+            provider=ONNX_SPACE.key,
+            retryable=False,
+        ) from exc

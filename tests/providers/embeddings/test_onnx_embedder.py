@@ -146,7 +146,10 @@ def test_short_calls_run_on_the_one_thread_session_and_agree_with_batches() -> N
         ):
             assert SHORT_CALL_TEXTS < len(SENTENCES)
             short = np.vstack([await two.embed([s], kind="query") for s in SENTENCES])
+            # queries alone never open the two-thread session (a search process does not pay for it)
+            assert two.started and two._session is None
             batch = await two.embed(SENTENCES)  # more than SHORT_CALL_TEXTS: the two-thread session
+            assert two._session is not None
             return short, batch, two._short is not None, one._short is None
 
     short, batch, has_short, single_has_none = anyio.run(go)
