@@ -9,6 +9,9 @@ caller again. Results are compact text for the model (numbered, contained eviden
 trust; memory records with their ids — :mod:`simone.agents._tool_text`) plus the structured model as
 ``structuredContent`` for programs. Each call is an OpenTelemetry server span ``tools/call {tool}``
 (:mod:`simone.runtime.tracing`), a child of the caller's trace when ``_meta`` carries a ``traceparent``.
+
+``simone mcp`` serves these handlers (:func:`open_stdio_tools`) through
+:mod:`simone.agents._mcp_stdio`, which answers the handshake before this module is even imported.
 """
 
 from __future__ import annotations
@@ -21,7 +24,6 @@ from typing import Any
 import anyio
 import mcp.types as types
 from mcp.server import Server, ServerRequestContext
-from mcp.server.stdio import stdio_server
 from simone.agents._mcp_stdio import ToolHandlers, server_version, stdio_instructions
 from simone.agents._providers import LAZY_OPTION
 from simone.agents._runtime import Runtime
@@ -190,10 +192,3 @@ def _scrub(value: Any) -> Any:
     if isinstance(value, list):
         return [_scrub(item) for item in value]
     return value
-
-
-async def serve_stdio(runtime: Runtime, context: TrustedContext, profile: AgentProfile) -> None:
-    """Serve ``profile``'s tools in ``context`` over stdin/stdout until the client disconnects."""
-    server = build_server(runtime, context, profile)
-    async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())

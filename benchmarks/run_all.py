@@ -153,6 +153,14 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         args=("--engine-only", "--queries", "100"),
     ),
     Benchmark(
+        "index_speed_engine_1000000",
+        "Speed — query latency",
+        None,  # builds a 1M-row table first (~15 min on 2 cores): not in a quick run
+        5400,
+        script_name="index_speed",
+        args=("--engine-only", "--rows", "1000000", "--queries", "100"),
+    ),
+    Benchmark(
         "memory_speed",
         "Speed — memory",
         ("--sizes", "1000,10000", "--queries", "50", "--per-op", "200"),

@@ -210,10 +210,12 @@ class DocumentIndexProvider:
             hits = await collection.search_terms(
                 " ".join(search.query_terms), await search.leg_where(collection), search.candidates, read=True
             )
-            if with_top and hits and hits[0].columns is not None:
+            top = hits[0].columns if hits else None
+            if with_top and top is not None and project_of(top) in search.projects:
                 # The best hit's terms give the leg's confidence in the fusion (its coverage of the
-                # question); the search read them with the rows.
-                search.top_terms.update(str(hits[0].columns["terms"]).split())
+                # question); the search read them with the rows (a row out of scope counts for nothing,
+                # as a read with the project test would have found nothing).
+                search.top_terms.update(str(top["terms"]).split())
             return hits
 
         return FunctionLeg(LEXICAL, lexical)
@@ -348,7 +350,7 @@ class DocumentIndexProvider:
             has_lexical=LEXICAL in legs,
             row_hints={hit.id: hit.row for hits in own for hit in hits if hit.row is not None},
             # A leg may leave its project test out (every row passed it when the search began); a row
-            # written meanwhile for another project is not used (nor read again: it is not in scope).
+            # written meanwhile for another project is not used (a read with the test finds nothing).
             read_rows={
                 hit.id: hit.columns
                 for hits in own
