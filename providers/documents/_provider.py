@@ -114,10 +114,19 @@ class _Search:
     degraded: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     top_terms: set[str] = field(default_factory=set)
+    versions: dict[int, int] = field(default_factory=dict)
+    """Each searched table's version (by ``id``), taken once before the legs run."""
+
+    async def take_versions(self) -> None:
+        """Take the version of every table the legs search, before they start (see ``Collection.version``)."""
+        for table in (self.collection, *(table for _, table in self.semantic)):
+            if id(table) not in self.versions:
+                self.versions[id(table)] = await table.version()
 
     async def leg_where(self, table: Collection) -> str:
-        """The legs leave out a project test every row passes; rows are read with ``where``."""
-        return self.unscoped if await table.only_projects(self.projects) else self.where
+        """The legs leave out a project test every row passes; rows are checked for it when read."""
+        only = await table.only_projects(self.projects, self.versions.get(id(table)))
+        return self.unscoped if only else self.where
 
 
 @dataclass(slots=True)
@@ -160,6 +169,7 @@ class DocumentIndexProvider:
             ProviderUnavailable: LanceDB failed (and no leg could answer).
         """
         search = self._plan(request, context)
+        await search.take_versions()
         results = await self._run(search, context)
         judged = self._judge(search, results.hits)
         started = time.perf_counter()
@@ -237,6 +247,7 @@ class DocumentIndexProvider:
                 probe_share=index.settings.ann_probe_share,
                 # the rows are read from the main collection: a leg searching it reads them at once
                 read=table is search.collection,
+                version=search.versions.get(id(table)),
             )
 
         return FunctionLeg(leg, semantic)
@@ -273,7 +284,7 @@ class DocumentIndexProvider:
         for leg, elapsed in results.elapsed_ms.items():
             search.timings[f"{leg}_ms"] = elapsed
         for leg, table in search.semantic:
-            if leg in results.hits and (pending := await table.pending_count()):
+            if leg in results.hits and (pending := await table.pending_count(search.versions.get(id(table)))):
                 search.degraded.append(
                     f"{pending:,} chunk(s) wait for embedding in {leg} ({table.space.key}) and are found "
                     "by the other legs only; run 'simone index --embed-pending'"

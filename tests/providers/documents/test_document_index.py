@@ -238,7 +238,7 @@ def test_a_single_project_table_searches_without_the_project_test_yet_never_leak
     anyio.run(go)
 
 
-async def _always_only(self: Any, projects: Sequence[str]) -> bool:
+async def _always_only(self: Any, projects: Sequence[str], version: int | None = None) -> bool:
     return True
 
 
