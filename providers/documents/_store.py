@@ -12,8 +12,8 @@ A leg that searches the table its rows are read from asks LanceDB for the result
 candidates (``read=True``): at 100k rows that costs 1.4–1.8 ms per 50 candidates (4.7–5.2 ms at 1M),
 where a read by row id after fusion cost ~2 ms even for one row and waited for the slowest leg. Rows
 not read that way (a leg over another table, a deeper page) are read by row id or through a BTree
-index on ``id``. The connection re-reads the table's manifest at most every :data:`READ_CONSISTENCY` so that a
-long-running process (an MCP server, an agent) sees what another process indexed.
+index on ``id``. The connection re-reads the table's manifest at most every :data:`READ_CONSISTENCY`
+so that a long-running process (an MCP server, an agent) sees what another process indexed.
 
 Writes are ``merge_insert`` upserts keyed by chunk id, one commit per batch of files, so a run killed
 at any point leaves every file either fully old or fully new. LanceDB searches rows that are not yet
@@ -402,7 +402,7 @@ class Collection:
         return int(await self.table.count_rows(where))
 
     async def version(self) -> int:
-        """The table version this handle reads (LanceDB re-reads the manifest every :data:`READ_CONSISTENCY`).
+        """The table version this handle reads (the manifest is re-read every :data:`READ_CONSISTENCY`).
 
         A search takes it once and hands it to :meth:`pending_count`, :meth:`only_projects`,
         :meth:`vector_index` and :meth:`search_vector`: each asks LanceDB otherwise, and while the legs
