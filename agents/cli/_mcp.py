@@ -24,8 +24,6 @@ from simone.agents.cli._settings import add_scope_arguments, event_from_args, se
 if TYPE_CHECKING:
     from simone.agents._mcp_stdio import ToolHandlers
 
-EXIT_ERROR = 1
-
 
 def register(subparsers: Any) -> None:
     """Add the ``mcp`` command."""
@@ -50,7 +48,7 @@ async def run(args: argparse.Namespace) -> int:
     """
     import anyio
     from simone.agents._mcp_stdio import serve_stdio_opening, server_version, stdio_instructions
-    from simone.agents.cli._main import report
+    from simone.agents.cli._main import EXIT_ERROR, report
 
     settings = settings_from_args(args)
     event = event_from_args(args)

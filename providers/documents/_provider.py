@@ -352,7 +352,6 @@ class DocumentIndexProvider:
         tables = dict(search.semantic)
         # Rows and row ids serve only where the leg searched the table rows are read from.
         own = [hits for leg, hits in legs.items() if leg == LEXICAL or tables.get(leg) is search.collection]
-        visible = set(search.projects)
         reader = _RowReader(
             provider=self,
             search=search,
@@ -360,14 +359,7 @@ class DocumentIndexProvider:
             lexical_ids=lexical_ids,
             has_lexical=LEXICAL in legs,
             row_hints={hit.id: hit.row for hits in own for hit in hits if hit.row is not None},
-            # A leg may leave its project test out (every row passed it when the search began); a row
-            # written meanwhile for another project is not used (a read with the test finds nothing).
-            read_rows={
-                hit.id: hit.columns
-                for hits in own
-                for hit in hits
-                if hit.columns is not None and project_of(hit.columns) in visible
-            },
+            read_rows={hit.id: hit.columns for hits in own for hit in hits if hit.columns is not None},
             lexical_only=not judged.verdicts,
             word_share=word_share,
             on_topic=on_topic,
@@ -489,10 +481,13 @@ class _RowReader:
     async def _fetch(self, wanted: list[str]) -> dict[str, dict[str, Any]]:
         """The rows of ``wanted``: those the legs read with their search, the rest read now."""
         search = self.search
+        # A leg may leave its project test out (every row passed it when the search began); a row
+        # written meanwhile for another project is not used (a read with the test finds nothing).
+        visible = set(search.projects)
         found = {
-            chunk_id: unpack_row(self.read_rows[chunk_id])
+            chunk_id: unpack_row(columns)
             for chunk_id in wanted
-            if chunk_id in self.read_rows
+            if (columns := self.read_rows.get(chunk_id)) is not None and project_of(columns) in visible
         }
         rest = [chunk_id for chunk_id in wanted if chunk_id not in found]
         if rest:

@@ -499,17 +499,6 @@ class Collection:
         found.update((str(row["id"]), _uncard(row)) for row in table.to_pylist())
         return found
 
-    async def terms_of(self, ids: Sequence[str], where: str | None = None) -> dict[str, str]:
-        """The analysed terms of the chunks ``ids`` (present and matching ``where``), by id."""
-        if not ids:
-            return {}
-        clause = sql_in("id", ids) if where is None else f"{sql_in('id', ids)} AND ({where})"
-        try:
-            table = await self.table.query().where(clause).select(["id", "terms"]).to_arrow()
-        except (OSError, RuntimeError, ValueError) as exc:
-            raise _translate(exc, f"read the terms of {len(ids)} chunk(s)") from exc
-        return dict(zip(table["id"].to_pylist(), table["terms"].to_pylist(), strict=True))
-
     async def file_states(self, project: str) -> dict[str, str]:
         """``path → file digest`` of every file indexed for ``project``."""
         table = await (

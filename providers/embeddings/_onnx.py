@@ -134,7 +134,6 @@ class OnnxMiniLMEmbedder:
         self._batch_size = batch_size
         self._limiter = limiter or anyio.CapacityLimiter(1)
         self._max_tokens = max_tokens
-        self._opened = False
         self._session: onnxruntime.InferenceSession | None = None
         self._short: onnxruntime.InferenceSession | None = None
         self._batch_lock = threading.Lock()
@@ -204,7 +203,7 @@ class OnnxMiniLMEmbedder:
     @property
     def started(self) -> bool:
         """Whether the model is open (its batch session may still open at the first long call)."""
-        return self._opened
+        return self._running is not None
 
     @property
     def tokenizer(self) -> Tokenizer:
@@ -229,17 +228,16 @@ class OnnxMiniLMEmbedder:
             ProviderNotConfigured: the model file is missing.
             ProviderUnavailable: the file is corrupt or onnxruntime cannot load it.
         """
-        if self._opened:
+        if self._running is not None:
             return
         if self._start_lock is None:
             self._start_lock = anyio.Lock()
         async with self._start_lock:
-            if not self._opened:
+            if self._running is None:
                 await anyio.to_thread.run_sync(self._open, limiter=self._limiter)
 
     async def aclose(self) -> None:
         """Drop the sessions (onnxruntime frees them when the last reference goes)."""
-        self._opened = False
         self._session = None
         self._short = None
         self._running = None
@@ -279,7 +277,7 @@ class OnnxMiniLMEmbedder:
 
     def embed_sync(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """The blocking core of :meth:`embed` (the model must be open); for benchmarks and threads."""
-        session = self._batch_session() if self._opened else None
+        session = self._batch_session() if self._running is not None else None
         if session is None:
             raise ProviderUnavailable(
                 "the ONNX embedder is not started; use 'async with' or await start() first",
@@ -366,7 +364,6 @@ class OnnxMiniLMEmbedder:
         self._providers = list(session.get_providers())
         self._short, self._session = (session, None) if self._threads > 1 else (None, session)
         self._running = running
-        self._opened = True
 
     def _batch_session(self) -> onnxruntime.InferenceSession:
         """The session with ``intra_op_threads`` threads, opened on first use (thread-safe)."""

@@ -196,6 +196,20 @@ async def _acall(
     served: Served, token: str | None, name: str, arguments: dict[str, Any], **headers: str
 ) -> httpx.Response:
     """One tools/call as raw JSON-RPC over HTTP (what any MCP client sends), without the SDK."""
+    head, body = _tool_call(token, name, arguments, **headers)
+    async with httpx.AsyncClient(timeout=60) as http:
+        return await http.post(served.url, headers=head, json=body)
+
+
+def _raw_call(served: Served, token: str | None, name: str, arguments: dict[str, Any]) -> httpx.Response:
+    head, body = _tool_call(token, name, arguments)
+    return httpx.post(served.url, headers=head, json=body, timeout=60)
+
+
+def _tool_call(
+    token: str | None, name: str, arguments: dict[str, Any], **headers: str
+) -> tuple[dict[str, str], dict[str, Any]]:
+    """The headers and body of one raw JSON-RPC ``tools/call``."""
     head = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json", **headers}
     if token is not None:
         head["Authorization"] = f"Bearer {token}"
@@ -205,21 +219,7 @@ async def _acall(
         "method": "tools/call",
         "params": {"name": name, "arguments": arguments},
     }
-    async with httpx.AsyncClient(timeout=60) as http:
-        return await http.post(served.url, headers=head, json=body)
-
-
-def _raw_call(served: Served, token: str | None, name: str, arguments: dict[str, Any]) -> httpx.Response:
-    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-    if token is not None:
-        headers["Authorization"] = f"Bearer {token}"
-    body = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "tools/call",
-        "params": {"name": name, "arguments": arguments},
-    }
-    return httpx.post(served.url, headers=headers, json=body, timeout=60)
+    return head, body
 
 
 @pytest.mark.anyio
