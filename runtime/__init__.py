@@ -120,6 +120,18 @@ if _TYPE_CHECKING:
         UnknownProvider as UnknownProvider,
     )
     from simone.runtime._evidence_keys import EvidenceKey as EvidenceKey
+    from simone.runtime._json import (
+        MAX_JSON_DEPTH as MAX_JSON_DEPTH,
+        JSONTooDeep as JSONTooDeep,
+        loads_untrusted as loads_untrusted,
+    )
+    from simone.runtime._owner_only import (
+        SQLITE_SIDECARS as SQLITE_SIDECARS,
+        exposure as exposure,
+        owner_only_dir as owner_only_dir,
+        owner_only_file as owner_only_file,
+        tighten_tree as tighten_tree,
+    )
     from simone.runtime._provider import (
         PROVIDER_FACTORIES as PROVIDER_FACTORIES,
         OpenedProviders as OpenedProviders,
@@ -134,6 +146,7 @@ if _TYPE_CHECKING:
         parse_retry_after as parse_retry_after,
         retry_after_from_headers as retry_after_from_headers,
     )
+    from simone.runtime._detached import run_blocking as run_blocking
     from simone.runtime._router import Router as Router
 
 __all__ = (
@@ -175,7 +188,9 @@ __all__ = (
     "InstructionFlag",
     "InvalidRequest",
     "InvalidResponse",
+    "JSONTooDeep",
     "LexicalSettings",
+    "MAX_JSON_DEPTH",
     "MAX_QUERY_CHARS",
     "MemorySettings",
     "MemoryStore",
@@ -207,6 +222,7 @@ __all__ = (
     "Router",
     "RouterSettings",
     "SCOPE_KEYS",
+    "SQLITE_SIDECARS",
     "ScopeViolation",
     "SearchMode",
     "Settings",
@@ -224,17 +240,23 @@ __all__ = (
     "default_data_dir",
     "describe_validation_error",
     "evidence_id",
+    "exposure",
     "find_instruction_like",
     "load_settings",
+    "loads_untrusted",
+    "owner_only_dir",
+    "owner_only_file",
     "page_cache_key",
     "parse_retry_after",
     "ranking",
     "register_provider",
     "research_cache_health",
     "retry_after_from_headers",
+    "run_blocking",
     "search_cache_key",
     "strip_hidden",
     "text",
+    "tighten_tree",
     "validate_vectors",
     "web_not_configured",
 )
@@ -279,7 +301,9 @@ _HOMES: dict[str, str] = {
     "InstructionFlag": "simone.runtime._containment",
     "InvalidRequest": "simone.runtime._errors",
     "InvalidResponse": "simone.runtime._errors",
+    "JSONTooDeep": "simone.runtime._json",
     "LexicalSettings": "simone.runtime._config",
+    "MAX_JSON_DEPTH": "simone.runtime._json",
     "MAX_QUERY_CHARS": "simone.runtime._config",
     "MemorySettings": "simone.runtime._config",
     "MemoryStore": "simone.runtime._cache_stores",
@@ -311,6 +335,7 @@ _HOMES: dict[str, str] = {
     "Router": "simone.runtime._router",
     "RouterSettings": "simone.runtime._config",
     "SCOPE_KEYS": "simone.runtime._contracts",
+    "SQLITE_SIDECARS": "simone.runtime._owner_only",
     "ScopeViolation": "simone.runtime._errors",
     "SearchMode": "simone.runtime._contracts",
     "Settings": "simone.runtime._config",
@@ -328,17 +353,23 @@ _HOMES: dict[str, str] = {
     "default_data_dir": "simone.runtime._config",
     "describe_validation_error": "simone.runtime._config",
     "evidence_id": "simone.runtime._contracts",
+    "exposure": "simone.runtime._owner_only",
     "find_instruction_like": "simone.runtime._containment",
     "load_settings": "simone.runtime._config",
+    "loads_untrusted": "simone.runtime._json",
+    "owner_only_dir": "simone.runtime._owner_only",
+    "owner_only_file": "simone.runtime._owner_only",
     "page_cache_key": "simone.runtime._cache",
     "parse_retry_after": "simone.runtime._retry",
     "ranking": "simone.runtime.ranking",
     "register_provider": "simone.runtime._provider",
     "research_cache_health": "simone.runtime._cache",
     "retry_after_from_headers": "simone.runtime._retry",
+    "run_blocking": "simone.runtime._detached",
     "search_cache_key": "simone.runtime._cache",
     "strip_hidden": "simone.runtime._containment",
     "text": "simone.runtime.text",
+    "tighten_tree": "simone.runtime._owner_only",
     "validate_vectors": "simone.runtime._chain",
     "web_not_configured": "simone.runtime._config",
 }

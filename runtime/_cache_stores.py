@@ -21,6 +21,11 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import anyio
+from simone.runtime._owner_only import SQLITE_SIDECARS, owner_only_file, tighten_tree
+
+_DISKCACHE_FILE = "cache.db"
+_INLINE_VALUES = 1 << 40
+"""diskcache's ``disk_min_file_size``: values up to this size stay in its SQLite file (all of them)."""
 
 CACHE_FORMAT_VERSION = 1
 """The version of the persisted entry format (part of every Redis key, reported by the doctor)."""
@@ -133,6 +138,9 @@ class MemoryStore:
 class DiskcacheStore:
     """diskcache in ``directory`` (one SQLite file); blocking calls run in worker threads.
 
+    The folder is created owner-only (``0700``) and its SQLite file ``0600``; every value is kept inside
+    that file (no value files, whose mode would follow the umask).
+
     Size bound: diskcache culls the least recently stored entries once the directory passes
     ``size_limit_bytes``.
     """
@@ -166,8 +174,11 @@ class DiskcacheStore:
         directory = self.directory
 
         def _open() -> Any:
-            directory.mkdir(parents=True, exist_ok=True)
-            return diskcache.Cache(str(directory), size_limit=self.size_limit_bytes)
+            owner_only_file(directory / _DISKCACHE_FILE, sidecars=SQLITE_SIDECARS)
+            tighten_tree(directory)  # an older version's folder and value files
+            return diskcache.Cache(
+                str(directory), size_limit=self.size_limit_bytes, disk_min_file_size=_INLINE_VALUES
+            )
 
         self._disk = await anyio.to_thread.run_sync(_open, limiter=self._limiter)
 

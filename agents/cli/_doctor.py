@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 import time
 from datetime import UTC, datetime
@@ -37,6 +38,7 @@ from simone.runtime import (
     InvalidResponse,
     ProviderError,
     Settings,
+    exposure,
     research_cache_health,
 )
 
@@ -134,6 +136,7 @@ async def gather(settings: Settings, *, languages: bool = False) -> dict[str, An
     data_dir = Path(settings.data_dir)
     location = IndexLocation.from_settings(settings)
     report: dict[str, Any] = {"data_dir": str(data_dir), "index": location.uri, "collections": []}
+    report["exposed"] = await anyio.to_thread.run_sync(exposed_paths, settings)
     async with build_chain(settings.embeddings, data_dir=settings.data_dir) as chain:
         embedders = await probe(chain, settings.embeddings.timeout_s)
         report["embedders"] = embedders
@@ -200,6 +203,30 @@ async def gather(settings: Settings, *, languages: bool = False) -> dict[str, An
     return report
 
 
+def exposed_paths(settings: Settings) -> list[dict[str, str]]:
+    """The data folder and the local stores in it that users other than their owner can reach.
+
+    Each entry names the path, why (its mode) and the command that fixes it. simone creates them
+    owner-only (``0700`` folders, ``0600`` files); one made by an older version or by hand may not be.
+    """
+    data_dir = Path(settings.data_dir)
+    location = IndexLocation.from_settings(settings)
+    candidates = [data_dir]
+    if not location.remote:
+        candidates.append(Path(location.uri))
+    if settings.memory.url is None:
+        candidates.append(Path(settings.memory.path or data_dir / "memory.sqlite3"))
+    if settings.web.cache_url is None:
+        candidates.append(Path(settings.web.cache_dir or data_dir / "web-cache"))
+    out: list[dict[str, str]] = []
+    for path in dict.fromkeys(candidates):
+        why = exposure(path)
+        if why is not None:
+            fix = f"chmod -R go-rwx {shlex.quote(str(path))}"
+            out.append({"path": str(path), "why": why, "fix": fix})
+    return out
+
+
 def render_relevance(relevance: dict[str, Any], console: Console) -> None:
     """The relevance rule a collection's semantic leg uses, and whether it was calibrated for its space."""
     values = (
@@ -258,6 +285,11 @@ async def backends(settings: Settings) -> dict[str, dict[str, Any]]:
 def render(report: dict[str, Any], console: Console) -> None:
     """The report for a terminal."""
     console.print(f"data dir: {escape(report['data_dir'])}")
+    for entry in report.get("exposed", []):
+        console.print(
+            f"[yellow]warning: {escape(entry['path'])} is readable by other users ({escape(entry['why'])}); "
+            f"it holds memory, documents or caches. Fix: {escape(entry['fix'])}[/]"
+        )
     chain = Table(title="embedding chain (in order; extra spaces last)")
     for column in ("#", "space", "embedder", "status"):
         chain.add_column(column)

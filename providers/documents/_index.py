@@ -61,6 +61,7 @@ from simone.runtime import (
     ProviderError,
     ProviderNotConfigured,
     Settings,
+    tighten_tree,
 )
 from simone.runtime.text import (
     BM25_TITLE_WEIGHT,
@@ -599,7 +600,8 @@ class DocumentIndex:
         """Hold this process's turn, then the collection's writer lock (one writer per collection).
 
         A local folder is locked by ``flock`` (:mod:`._lock`), an S3 index by a lock object with a
-        lease in the bucket (:mod:`._object_lock`).
+        lease in the bucket (:mod:`._object_lock`). In a local folder, what LanceDB wrote (its files
+        follow the umask) is made owner-only afterwards, written or not (:func:`tighten_tree`).
         """
         async with self._write_lock:
             if self.store.location.remote:
@@ -608,7 +610,11 @@ class DocumentIndex:
                     yield
             else:
                 with WriterLock(self.store.uri, self.name):
-                    yield
+                    try:
+                        yield
+                    finally:
+                        with anyio.CancelScope(shield=True):
+                            await anyio.to_thread.run_sync(tighten_tree, self.store.uri)
 
     async def _repair(self, collection: Collection, report: IndexReport) -> None:
         """Remove the chunks stored twice in any table of the collection; noted in ``maintenance``."""

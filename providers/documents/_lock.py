@@ -18,7 +18,7 @@ import os
 from pathlib import Path
 from types import TracebackType
 
-from simone.runtime import ProviderUnavailable
+from simone.runtime import ProviderUnavailable, owner_only_dir
 
 LOCK_SUFFIX = ".lock"
 """The lock file of collection ``name`` is ``<index folder>/<name>.lock``."""
@@ -49,8 +49,8 @@ class WriterLock:
             return
         if self.path is None or self._fd is not None:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        owner_only_dir(self.path.parent)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -31,7 +31,6 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Self
 
@@ -46,6 +45,7 @@ from simone.runtime import (
     EmbeddingSpaceMismatch,
     InvalidRequest,
     ProviderUnavailable,
+    owner_only_dir,
 )
 
 if TYPE_CHECKING:
@@ -277,7 +277,7 @@ class DocumentStore:
         if self._db is not None:
             return
         if "://" not in self.uri:
-            await anyio.to_thread.run_sync(lambda: Path(self.uri).mkdir(parents=True, exist_ok=True))
+            await anyio.to_thread.run_sync(owner_only_dir, self.uri)
         try:
             self._db = await lancedb.connect_async(
                 self.uri,

@@ -25,7 +25,7 @@ from typing import Self
 import anyio
 import numpy as np
 import numpy.typing as npt
-from simone.runtime import ConfigError, EmbeddingSpace, ProviderUnavailable
+from simone.runtime import SQLITE_SIDECARS, ConfigError, EmbeddingSpace, ProviderUnavailable, owner_only_file
 
 #: The cache's file name inside the data directory.
 CACHE_FILE = "embedding-cache.sqlite3"
@@ -272,7 +272,7 @@ class EmbeddingCache:
 
     def _open(self) -> sqlite3.Connection:
         try:
-            self._path.parent.mkdir(parents=True, exist_ok=True)
+            owner_only_file(self._path, sidecars=SQLITE_SIDECARS)
             db = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None, timeout=30.0)
         except (OSError, sqlite3.Error) as exc:
             raise _Unwritable(f"cannot create {self._path}: {exc}") from exc

@@ -66,6 +66,7 @@ from simone.providers.embeddings.minilm import (
     packaged_model_path,
     sha256_file,
 )
+from simone.runtime import owner_only_dir
 
 #: Overrides where the int8 build is kept (default: the per-user cache folder, see :func:`default_models_dir`).
 MODELS_DIR_ENV = "SIMONE_MODELS_DIR"
@@ -195,7 +196,7 @@ def file_digest(path: Path, directory: Path) -> str:
 
 def _write_atomically(path: Path, text: str) -> None:
     """Write ``text`` to a unique scratch file beside ``path`` and rename it into place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    owner_only_dir(path.parent)
     handle, scratch = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as out:
@@ -220,8 +221,8 @@ def _interprocess_lock(path: Path) -> Iterator[None]:
         yield
         return
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        owner_only_dir(path.parent)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     except OSError:
         yield
         return
@@ -248,7 +249,7 @@ def build_quantized(source: Path, target: Path) -> None:
     import onnxruntime
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    target.parent.mkdir(parents=True, exist_ok=True)
+    owner_only_dir(target.parent)
     _remove_stale_scratch(target.parent)
     with _BUILD_LOCK:
         scratch = Path(tempfile.mkdtemp(dir=target.parent, prefix=SCRATCH_PREFIX))

@@ -24,7 +24,14 @@ from simone.providers.memory._scope import visible_signatures
 from simone.providers.memory._terms import TermAnalyzer, analyzer_fingerprint, default_term_analyzer
 from simone.providers.memory.sqlite._cache import SearchCache, prune_changes
 from simone.providers.memory.sqlite._schema import migrate
-from simone.runtime import ConfigError, MemorySettings, ProviderUnavailable, TrustedContext
+from simone.runtime import (
+    SQLITE_SIDECARS,
+    ConfigError,
+    MemorySettings,
+    ProviderUnavailable,
+    TrustedContext,
+    owner_only_file,
+)
 
 T = TypeVar("T")
 
@@ -86,7 +93,7 @@ class SQLiteCore(StoreCore):
     def _open_sync(self) -> None:
         with self._lock:
             try:
-                self._path.parent.mkdir(parents=True, exist_ok=True)
+                owner_only_file(self._path, sidecars=SQLITE_SIDECARS)
                 db = sqlite3.connect(
                     self._path,
                     isolation_level=None,
