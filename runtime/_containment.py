@@ -3,7 +3,11 @@
 Web text is reference data. Before it is rendered for a model it is cleaned of characters a reader
 cannot see (zero-width spaces and joiners, bidirectional overrides, Unicode tag characters, control
 characters) and scanned for passages that read like instructions to the model ("ignore previous
-instructions", forged chat roles, "you are now…"), in English and thirteen other languages, with
+instructions", forged chat roles, "you are now…", an obligation addressed to the model — "As the
+assistant, your next reply must…" —, a fake end of the material followed by a new order — "END OF
+DOCUMENT. New task:" —, a claim of precedence over the model's instructions), in English and thirteen
+other languages (the last three moves in English, German, French, Spanish, Italian, Portuguese and, for
+fake boundaries, Russian, Chinese and Japanese), with
 look-alike letters read as Latin and spelled-out letters closed up. The scan is a heuristic: it marks
 what it recognises and guarantees nothing about what it does not. Flags are metadata for the renderer,
 which wraps evidence in delimited blocks and tells the model the material cannot change its objective;
@@ -19,7 +23,7 @@ from typing import Annotated, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
-CONTAINMENT_VERSION = "containment/2"
+CONTAINMENT_VERSION = "containment/3"
 """Bumped whenever the cleaning or the patterns change, so results say which rules applied."""
 
 _ZERO_WIDTH_JOINERS = frozenset({"\u200c", "\u200d"})
@@ -167,6 +171,49 @@ _ROLE_NOUN = (
     r"(?:ai|llm|assistant|model|bot|chatbot|gpt|persona|character|agent|version|dan|terminal|shell|"
     r"interpreter|hacker|grandm(?:a|other)|ai\s+model|language\s+model|ai\s+assistant)"
 )
+# Moves of issue 26 (12), each built from what makes it a move rather than from sample phrasings.
+_STRICT_MODEL = (
+    r"(?:ai|a\.i\.|llms?|large\s+language\s+models?|language\s+models?|chat\s*bots?|gpts?|chatgpt|claude|gemini|"
+    r"ai\s+(?:assistants?|models?|agents?|systems?|language\s+models?|chat\s*bots?))"
+)
+"""Names that only ever mean a model."""
+_AMBIGUOUS_MODEL = r"(?:assistants?|models?|bots?|agents?)"
+"""Names that also mean people (an office assistant, a fashion model, a travel agent)."""
+_ADDRESS = (
+    r"(?:\b(?:as|being|attention|hey|dear|hi|hello|note\s+to|message\s+to)\s+|(?:^|(?<=[.!?;\n]))\s*(?:to\s+)?)"
+    r"(?:(?:the|an?|any|all|every|this|my)\s+)?"
+)
+"""Where a text turns to its reader as a role: "As the assistant,", "Attention AI:", "AI assistants,"."""
+_FIRM_OBLIGATION = (
+    r"(?:you\s+are\s+(?:now\s+|hereby\s+|henceforth\s+)?(?:required|obliged|obligated|instructed|ordered|commanded|"
+    r"directed)\s+to|your\s+(?:next|following|upcoming|first|every|each|only|final)\s+(?:reply|response|answer|"
+    r"output|message|completion)\s+(?:must|has\s+to|shall|needs?\s+to|is\s+(?:required|expected|supposed)\s+to))\b"
+)
+"""An obligation on the reader's next turn: nobody writes this to a person reading a web page."""
+_OBLIGATION = rf"(?:{_FIRM_OBLIGATION}|you\s+(?:must|have\s+to|need\s+to|shall|are\s+to|will\s+now)\b)"
+_BOUNDARY_NOUN = (
+    r"(?:document|context|input|text|article|page(?:\s+content)?|content|data|file|transcript|conversation|"
+    r"search\s+results|results|user\s+(?:input|content|data|message)|untrusted\s+(?:content|data|text|input)|"
+    r"evidence|sources?|e-?mail|message|excerpt|snippet)"
+)
+_BOUNDARY = (
+    r"(?:(?:^|(?<=[.!?:;\n\]\)>*=#_~|-])|\[)\s*(?:the\s+)?(?:end\s+of\s+(?:the\s+)?"
+    + _BOUNDARY_NOUN
+    + r"|"
+    + _BOUNDARY_NOUN
+    + r"\s+ends?\s+here|eof)\b|</\s*(?:document|context|input|text|article|page|content|data|sources?|evidence|"
+    r"untrusted[\w-]*|search[_-]?results?|user[_-]?(?:input|content|message)|excerpt)\s*>)"
+)
+"""A text claiming that the material around it has ended ("END OF DOCUMENT", "--- end of context ---")."""
+_NEW_INSTRUCTION = (
+    r"(?:(?:new|next|real|actual|updated|additional|true)\s+(?:tasks?|instructions?|prompts?|objectives?|"
+    r"assignments?|directives?|orders|requests?|goals?|missions?)\b|your\s+(?:new|next|real|actual|true|only)\s+"
+    r"(?:task|instructions?|objective|assignment|goal|mission)\b|(?:system|assistant|developer|user|instructions?|"
+    r"task|admin|root|prompt)\s*:|now\s*,?\s*(?:you\s+(?:must|will|shall|should|are)|respond|reply|answer|write|"
+    r"say|output|print|tell|ignore|disregard|forget|act|pretend)\b|(?:ignore|disregard|forget)\b)"
+)
+"""What follows a fake boundary in an attack: a new task, a forged role, an order."""
+
 _IMPERATIVE_LEAD = (
     r"(?:^|(?<=[.!?:;\n])\s*|\bplease\s+|\blet'?s\s+|\bnow\s+|\bi\s+want\s+you\s+to\s+|\bi\s+need\s+you\s+to\s+|"
     r"\byou\s+(?:will|must|should|shall|are\s+to)\s+(?:now\s+)?)"
@@ -393,6 +440,51 @@ _LATIN_PATTERNS: tuple[tuple[str, str, str, bool], ...] = (
         r"\b(?:now|immediately|right\s+away|without\s+(?:asking|confirmation|telling|permission))\b",
         False,
     ),
+    # obligations addressed to the model, fake document boundaries, priority claims (issue 26)
+    (
+        "override",
+        "ai$ a.i. llm large$ language$ chat gpt chatgpt$ claude$ gemini$",
+        rf"{_ADDRESS}{_STRICT_MODEL}(?:\s*[,:;!\u2014-]\s*(?:[^.\n]{{0,30}}?\s)?|\s+){_OBLIGATION}",
+        False,
+    ),
+    (
+        "override",
+        "assistant model bot$ bots$ agent",
+        rf"{_ADDRESS}{_AMBIGUOUS_MODEL}\s*[,:;!\u2014-]\s*(?:[^.\n]{{0,30}}?\s)?(?:{_FIRM_OBLIGATION}|"
+        r"you\s+must\s+now\b)",
+        False,
+    ),
+    (
+        "override",
+        "hereby$ henceforth$",
+        rf"\b(?:the|this|any|every|all)\s+(?:{_STRICT_MODEL}|{_AMBIGUOUS_MODEL})\s+(?:is|are)\s+(?:hereby|henceforth)\s+"
+        r"(?:required|obliged|obligated|instructed|ordered|commanded|directed|forbidden|prohibited)\s+to\b",
+        False,
+    ),
+    (
+        "forged_role",
+        "end eof ends </",
+        rf"{_BOUNDARY}\s*[.!:;\])>*=#_~|\-]*\s*{_NEW_INSTRUCTION}",
+        False,
+    ),
+    (
+        "override",
+        "priority$ precedence$",
+        r"\b(?:takes?|has|have|having)\s+(?:priority|precedence)\s+over\s+(?:(?:anything|everything|whatever)\s+"
+        r"(?:(?:else\s+)?(?:that\s+)?you(?:'ve|\s+have|\s+were|\s+had)?\s+(?:been\s+)?(?:told|given|instructed|received)|"
+        r"(?:that\s+)?(?:came|was\s+said|was\s+written)\s+(?:before|above|earlier))|your\s+(?:\w+\s+)?(?:instructions|"
+        r"prompts?|rules|guidelines|directives|programming|training)|(?:the|any|all)\s+(?:(?:previous|prior|earlier|"
+        r"original)\s+)?(?:instructions|system\s+prompt)\s+you)",
+        True,
+    ),
+    (
+        "override",
+        "supersed overrid replace overrul trump cancel void invalidat",
+        r"\b(?:supersedes?|overrides?|replaces?|overrules?|trumps?|cancels?|voids?|invalidates?)\s+(?:all\s+(?:of\s+)?)?"
+        r"(?:your|the\s+system|any\s+(?:previous|prior|earlier)|all\s+(?:previous|prior|earlier))\s+(?:\w+\s+)?"
+        r"(?:instructions|prompts?|rules|guidelines|directives|programming)\b",
+        True,
+    ),
     # --- German
     (
         "override",
@@ -565,6 +657,45 @@ _LATIN_PATTERNS: tuple[tuple[str, str, str, bool], ...] = (
         r"yönerge)\w*[^.\n]{0,20}?\b(?:yok\s+say|görmezden\s+gel|unut|dikkate\s+alma|umursama)",
         False,
     ),
+    # --- obligations, fake boundaries and priority claims in German, French, Spanish, Italian, Portuguese
+    (
+        "override",
+        "als$ tant$ como$ quanto$",
+        r"\b(?:als|en\s+tant\s+qu['’]?|como|in\s+quanto)\s*(?:(?:eine?|der|die|das|una?|el|la|o|a)\s+)?(?:ki|ia|"
+        r"sprachmodell|ki-(?:assistent(?:in)?|modell)|intelligence\s+artificielle|inteligencia\s+artificial|"
+        r"intelig[êe]ncia\s+artificial|intelligenza\s+artificiale|mod[èe]le\s+de\s+langage|modelo\s+de\s+(?:lenguaje|"
+        r"linguagem)|modello\s+linguistico|chatbot|llm)\s*[,:]?\s*(?:musst\s+du|du\s+musst|bist\s+du\s+verpflichtet|"
+        r"sollst\s+du|tu\s+dois|vous\s+devez|tu\s+es\s+(?:tenue?|obligée?)|vous\s+êtes\s+(?:tenue?|obligée?)|debes|"
+        r"tienes\s+que|deberás|estás\s+obligad[oa]|devi|sei\s+obbligat[oa]|voc[êe]\s+deve|deves|tens\s+de|"
+        r"tens\s+que)\b|\b(?:als|en\s+tant\s+qu['’]?|como|in\s+quanto)\s*(?:(?:eine?|der|die|das|una?|el|la|o|a)\s+)?"
+        r"(?:[\w-]+\s*){1,3}?[,:]\s*(?:deine|ta|votre|tu|su|la\s+tua|sua|a\s+sua)\s+(?:nächste|prochaine|próxima|"
+        r"siguiente|prossima)\s+(?:antwort|réponse|respuesta|risposta|resposta)\s+(?:muss|soll|doit|debe|deve)\b",
+        False,
+    ),
+    (
+        "forged_role",
+        "ende$ fin$ fine$ fim$",
+        r"(?:^|(?<=[.!?:;\n\]\)>*=#_~|-])|\[)\s*(?:ende\s+(?:des|der)\s+(?:dokuments?|dokumentes|eingabe|kontexts?|"
+        r"textes|artikels|seite|daten)|fin\s+(?:du|de\s+la|de\s+l['’]|des)\s*(?:document|contexte|texte|article|page|"
+        r"entrée|saisie|données)|fin\s+del?\s+(?:documento|contexto|texto|artículo|entrada|página)|"
+        r"fine\s+(?:del|della|dell['’])\s*(?:documento|contesto|testo|articolo|input|pagina)|fim\s+d[oa]\s+"
+        r"(?:documento|contexto|texto|artigo|entrada|página))\b\s*[.!:;\])>*=#_~|\-]*\s*(?:neue[rs]?\s+(?:aufgabe|"
+        r"anweisung(?:en)?|instruktion(?:en)?|befehle?)|deine\s+(?:neue|eigentliche)\s+aufgabe|nouvel(?:le)?s?\s+"
+        r"(?:tâches?|instructions?|consignes?|directives?)|(?:ta|votre)\s+(?:nouvelle|vraie)\s+tâche|nuevas?\s+"
+        r"(?:tareas?|instrucciones|órdenes|directrices)|tu\s+nueva\s+tarea|nuov[oaie]\s+(?:compit[oi]|istruzion[ei]|"
+        r"ordini|direttive)|nova?s?\s+(?:tarefas?|instruções|ordens)|(?:system|système|sistema)\s*:)",
+        False,
+    ),
+    (
+        "override",
+        "vorrang$ ersetzt$ ersetzen$ remplace priorité$ reemplaza prioridad$",
+        r"\b(?:hat|haben)\s+vorrang\s+vor\s+(?:deinen|ihren|allen\s+(?:bisherigen|vorherigen))\s+(?:\w+\s+)?"
+        r"(?:anweisungen|instruktionen|regeln|vorgaben)\b|\b(?:ersetzt|ersetzen)\s+(?:deine|ihre|alle\s+(?:bisherigen|"
+        r"vorherigen))\s+(?:\w+\s+)?(?:anweisungen|instruktionen|vorgaben)\b|\b(?:remplace|prime\s+sur|a\s+priorité\s+"
+        r"sur)\s+(?:tes|vos)\s+(?:\w+\s+)?(?:instructions|consignes)\b|\b(?:reemplaza|anula|tiene\s+prioridad\s+sobre)"
+        r"\s+(?:tus|sus)\s+(?:\w+\s+)?instrucciones\b",
+        False,
+    ),
 )
 """(kind, anchors, pattern, descriptive check) for Latin-script languages; matched on the Latin skeleton.
 
@@ -612,6 +743,24 @@ _OTHER_PATTERNS: tuple[tuple[str, str, str], ...] = (
         "输出 輸出 显示 顯示 告诉我 告訴我 透露 泄露 洩露 打印 重复 重複 展示 给我看 給我看",
         r"(?:输出|輸出|显示|顯示|告诉我|告訴我|透露|泄露|洩露|打印|重复|重複|展示|给我看|給我看)[^。\n]{0,10}?"
         r"(?:系统提示|系統提示|系统指令|系統指令|系统消息|系統訊息|初始指令|原始指令|你的指令|你的提示)",
+    ),
+    (
+        "forged_role",
+        "конец",
+        r"конец\s+(?:документа|контекста|текста|ввода|статьи|страницы|данных)[\s.!:;\])>*=#_~|-]*(?:нов(?:ая|ое|ые)\s+"
+        r"(?:задач|задани|инструкци|указани|команд)|систем[аы]\s*:)",
+    ),
+    (
+        "forged_role",
+        "结束 結束 完毕 完畢",
+        r"(?:文档|文檔|文件|文本|上下文|输入|輸入|文章|内容|內容|网页|網頁)(?:结束|結束|完毕|完畢)[\s。.!！:：;\])>*=#_~|-]*"
+        r"(?:新(?:的)?(?:任务|任務|指令|指示|要求)|系统\s*[:：]|系統\s*[:：])",
+    ),
+    (
+        "forged_role",
+        "終わり 終了",
+        r"(?:文書|ドキュメント|テキスト|入力|記事|コンテキスト)の?(?:終わり|終了)[\s。.!！:：;\])>*=#_~|-]*(?:新しい(?:タスク|指示|命令)|"
+        r"システム\s*[:：])",
     ),
     # --- Japanese
     (

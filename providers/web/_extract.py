@@ -18,7 +18,13 @@ selectors are simple (``.class``, ``#id``, ``tag.class``, lists of them): ``disp
 the nearest background set on the element or an ancestor, clipping to nothing (``clip:rect`` ≤ 1px,
 ``clip-path:inset(≥50%)``/``circle(0)``), boxes of ≤ 1px or ``max-height:0`` with ``overflow:hidden``,
 ``transform:scale(0)`` and off-screen offsets (``left:-9999px`` with absolute or fixed position,
-``text-indent``/``margin`` of -500px or more). Not caught: external stylesheets, complex selectors
+``text-indent``/``margin`` of -500px or more). Layout tricks of real sites are told apart by what the
+hidden element is: a tiny font hides only the text set in it (an inline-block row with ``font-size:0``
+keeps the children that set a readable size again); an element hidden by display, visibility,
+opacity, ``hidden`` or ``aria-hidden`` that holds most of the page's text is the page's wrapper (a
+fade-in a script reveals, the page behind a dialog) and is read, as is an inactive tab panel that a
+tab still on the page names (``role="tabpanel"`` with ``aria-controls``/``aria-labelledby``); a
+malformed value never raises, the rule it feeds just does not fire. Not caught: external stylesheets, complex selectors
 (descendant, attribute, pseudo-class), the cascade (a later rule showing the element again),
 ``@media`` blocks, scripts that hide or reveal, a colour close to (not equal to) the background or a
 background given only by an image or an external stylesheet, text covered by another element. The
@@ -32,6 +38,7 @@ are kept.
 from __future__ import annotations
 
 import functools
+import math
 import re
 import weakref
 from collections.abc import Iterator, Sequence
@@ -200,6 +207,8 @@ def _colour(value: str | None) -> tuple[float, ...] | None:
             ]
         except ValueError:
             return None
+        if not all(math.isfinite(n) for n in numbers):
+            return None
         if len(numbers) == 3:
             return tuple(round(n) for n in numbers)
         if len(numbers) == 4:
@@ -212,24 +221,27 @@ def _invisible_colour(colour: tuple[float, ...] | None) -> bool:
 
 
 def _background(style: dict[str, str]) -> tuple[float, ...] | None:
+    """The plain background colour these declarations set; ``None`` for images, gradients or bad values."""
     if "background-color" in style:
         return _colour(style["background-color"])
-    value = style.get("background")
-    if value is None or "url(" in value:
+    value = style.get("background", "")
+    words = value.split()
+    if not words or "url(" in value or "gradient(" in value:
         return None
-    return _colour(value.split()[0]) if len(value.split()) == 1 else _colour(value.split()[-1])
+    return _colour(value) or _colour(words[-1])
 
 
-def _hides(style: dict[str, str]) -> bool:
-    """Whether these declarations alone hide an element's content from a reader."""
+def _toggled(style: dict[str, str]) -> bool:
+    """Hidden by a property a script or a widget flips to show the element: display, visibility, opacity."""
+    if style.get("display") == "none" or style.get("visibility") in ("hidden", "collapse"):
+        return True
+    opacity = _length(style.get("opacity", "1"))
+    return opacity is not None and opacity[0] <= (5.0 if opacity[1] == "%" else 0.05)
+
+
+def _concealed(style: dict[str, str]) -> bool:
+    """Hidden by a trick that has no use on text meant to be read: no colour, clipped, shrunk, off-screen."""
     get = style.get
-    if get("display") == "none" or get("visibility") in ("hidden", "collapse"):
-        return True
-    opacity = _length(get("opacity", "1"))
-    if opacity is not None and opacity[0] <= (5.0 if opacity[1] == "%" else 0.05):
-        return True
-    if _tiny(get("font-size")):
-        return True
     if _invisible_colour(_colour(get("color"))):
         return True
     clip = get("clip", "")
@@ -241,7 +253,8 @@ def _hides(style: dict[str, str]) -> bool:
             return True
     clip_path = get("clip-path", "")
     if clip_path.startswith("inset("):
-        first = _length(clip_path[6:].rstrip(")").split()[0]) if clip_path[6:].rstrip(")").split() else None
+        inset = clip_path[6:].rstrip(")").split()
+        first = _length(inset[0]) if inset else None
         if first is not None and first[1] == "%" and first[0] >= 50:
             return True
     if clip_path.startswith(("circle(0", "ellipse(0")):
@@ -250,14 +263,45 @@ def _hides(style: dict[str, str]) -> bool:
         _tiny(get(name)) for name in ("width", "height", "max-width", "max-height")
     ):
         return True
-    transform = get("transform", "")
-    if re.search(r"scale[xy]?\(\s*0(?:\.0*)?\s*[,)]", transform):
+    if re.search(r"scale[xy]?\(\s*0(?:\.0*)?\s*[,)]", get("transform", "")):
         return True
     if get("position") in ("absolute", "fixed") and any(
         _far_off(get(side)) for side in ("left", "top", "right", "bottom")
     ):
         return True
     return any(_far_off(get(name)) for name in ("text-indent", "margin-left", "margin-top"))
+
+
+_INHERITING_SIZES = frozenset({"inherit", "unset", "revert", "revert-layer", "smaller", "larger"})
+_RELATIVE_UNITS = frozenset({"em", "%", "ex", "ch", "cap", "ic", "lh", "rlh"})
+_SIZE_KEYWORDS = frozenset(
+    {"initial", "xx-small", "x-small", "small", "medium", "large", "x-large", "xx-large", "xxx-large"}
+)
+
+
+def _font_tiny(value: str | None, *, inherited: bool) -> bool:
+    """Whether text at this declared font size is too small to read, given whether the parent's text is.
+
+    Zero or at most 1px/1pt is tiny; sizes relative to the parent's (``em``, ``%``, ``smaller``…) and
+    values a browser would ignore inherit; other lengths, the size keywords and functions (``calc()``,
+    ``var()``, ``clamp()``: not evaluated) set a readable size.
+    """
+    if value is None:
+        return inherited
+    value = value.strip()
+    if value in _INHERITING_SIZES:
+        return inherited
+    if value in _SIZE_KEYWORDS or re.match(r"[a-z-]+\(", value):
+        return False
+    parsed = _length(value)
+    if parsed is None:
+        return inherited  # not a size: ignored, as a browser would
+    number, unit = parsed
+    if number <= 0:
+        return True
+    if unit in _RELATIVE_UNITS:
+        return inherited
+    return unit in ("px", "pt") and number <= 1
 
 
 @dataclass(slots=True)
@@ -304,51 +348,195 @@ class _ClassRules:
         return merged
 
 
-def _drop_hidden(tree: Any) -> int:
-    """Drop the elements a reader does not see (see the module docstring); returns how many went."""
-    rules = _ClassRules.of(tree)
-    removed = 0
-    stack: list[tuple[Any, tuple[float, ...] | None]] = [(tree, None)]
-    while stack:
-        parent, background = stack.pop()
-        for element in list(parent):
-            if not isinstance(element.tag, str):
+WRAPPER_SHARE = 0.5
+"""An element hidden by display, visibility, opacity, ``hidden`` or ``aria-hidden`` that holds more than
+this share of the page's text is the page's own wrapper (a fade-in or anti-flicker wrapper a script
+reveals, the page behind an open dialog) and is read; a smaller one is a piece hidden inside the page."""
+
+_STYLE_ERRORS = (ValueError, IndexError, OverflowError, TypeError, KeyError)
+"""What a malformed declaration could raise in a rule; the rule then does not fire, the page is kept."""
+
+
+def _blank(text: str | None) -> tuple[str | None, bool]:
+    """``text`` with its words removed (a space kept between neighbours), and whether it had any."""
+    if text is None or not text.strip():
+        return text, False
+    return " ", True
+
+
+class _Hider:
+    """One pass over a page dropping what a reader does not see (see the module docstring)."""
+
+    def __init__(self, tree: Any) -> None:
+        self.tree = tree
+        self.rules = _ClassRules.of(tree)
+        self.removed = 0
+        self.stack: list[tuple[Any, tuple[float, ...] | None, bool]] = [(tree, None, False)]
+        self._lengths = _text_lengths(tree)  # of the page as served, before anything is dropped
+        self._tabs: dict[str, list[Any]] | None = None
+
+    def run(self) -> int:
+        """Walk the page (deferred tab panels last, once their tabs are known to stay); how many went."""
+        deferred: list[tuple[Any, tuple[float, ...] | None, bool, list[Any]]] = []
+        while self.stack or deferred:
+            if not self.stack:
+                panel, background, tiny, tabs = deferred.pop(0)
+                if any(self._attached(tab) for tab in tabs):
+                    self._visit(panel, background, tiny, toggle_exempt=True)
+                else:
+                    self._drop(panel)
                 continue
-            tag = element.tag.lower()
-            if tag in ("style", "script"):
-                continue
-            declared = rules.style(element)
-            inline = element.get("style")
-            if inline:
-                declared = {**declared, **_declarations(inline)}
+            parent, background, tiny = self.stack.pop()
+            for element in list(parent):
+                if isinstance(element.tag, str) and element.tag.lower() not in ("style", "script"):
+                    tabs = self._visit(element, background, tiny, toggle_exempt=False)
+                    if tabs:
+                        deferred.append((element, background, tiny, tabs))
+        return self.removed
+
+    def _style(self, element: Any) -> dict[str, str]:
+        declared = self.rules.style(element)
+        inline = element.get("style")
+        return {**declared, **_declarations(inline)} if inline else declared
+
+    def _drop(self, element: Any) -> None:
+        element.drop_tree()
+        self.removed += 1
+
+    def _visit(
+        self, element: Any, background: tuple[float, ...] | None, tiny: bool, *, toggle_exempt: bool
+    ) -> list[Any]:
+        """Drop, blank or queue ``element``; returns the tabs of a hidden tab panel to decide on later."""
+        tag = element.tag.lower()
+        declared = self._style(element)
+        try:
             own_background = _background(declared)
             colour = _colour(declared.get("color"))
-            here = own_background if own_background is not None and len(own_background) == 3 else background
-            if (
-                tag == "template"
-                or element.get("hidden") is not None
-                or (element.get("aria-hidden") or "").strip().lower() == "true"
-                or (declared and _hides(declared))
-                or (colour is not None and here is not None and colour[:3] == here[:3] and len(colour) == 3)
-            ):
-                element.drop_tree()
-                removed += 1
-                continue
-            if tag == "details" and element.get("open") is None:
-                summary_seen = False
-                element.text = None
-                for child in list(element):
-                    if isinstance(child.tag, str) and child.tag.lower() == "summary" and not summary_seen:
-                        summary_seen = True
-                        stack.append((child, here))
-                        continue
-                    if isinstance(child.tag, str):
-                        removed += 1
-                    child.tail = None
-                    element.remove(child)
-                continue
-            stack.append((element, here))
-    return removed
+            concealed = _concealed(declared)
+            toggled = _toggled(declared)
+            tiny_here = _font_tiny(declared.get("font-size"), inherited=tiny)
+        except _STYLE_ERRORS:  # a hostile value: that rule does not fire, the page is still read
+            own_background = colour = None
+            concealed = toggled = False
+            tiny_here = tiny
+        here = own_background if own_background is not None and len(own_background) == 3 else background
+        same_colour = colour is not None and here is not None and len(colour) == 3 and colour[:3] == here[:3]
+        if tag == "template" or concealed or same_colour:
+            self._drop(element)
+            return []
+        toggled = toggled or element.get("hidden") is not None
+        toggled = toggled or (element.get("aria-hidden") or "").strip().lower() == "true"
+        if toggled and not toggle_exempt:
+            tabs = self._tabs_of(element)
+            if tabs:
+                return tabs
+            if not self._is_wrapper(element):
+                self._drop(element)
+                return []
+        if toggled:
+            _reveal(element)
+        if tiny_here:
+            if not self._restores(element):
+                self._drop(element)
+                return []
+            element.text, had_text = _blank(element.text)
+            for child in element:
+                child.tail, had_tail = _blank(child.tail)
+                had_text = had_text or had_tail
+            self.removed += had_text
+        if tag == "details" and element.get("open") is None:
+            summary_seen = False
+            element.text = None
+            for child in list(element):
+                if isinstance(child.tag, str) and child.tag.lower() == "summary" and not summary_seen:
+                    summary_seen = True
+                    self.stack.append((child, here, tiny_here))
+                    continue
+                if isinstance(child.tag, str):
+                    self.removed += 1
+                child.tail = None
+                element.remove(child)
+            return []
+        self.stack.append((element, here, tiny_here))
+        return []
+
+    def _restores(self, element: Any) -> bool:
+        """Whether a descendant of a tiny-font element sets a readable size again (inline-block rows)."""
+        for descendant in element.iterdescendants():
+            if isinstance(descendant.tag, str):
+                value = self._style(descendant).get("font-size")
+                if value is not None and not _font_tiny(value, inherited=True):
+                    return True
+        return False
+
+    def _is_wrapper(self, element: Any) -> bool:
+        """Whether a hidden element holds most of the page's text (see :data:`WRAPPER_SHARE`)."""
+        body = self.tree.find("body")
+        total = self._lengths.get(body if body is not None else self.tree, 0)
+        return total > 0 and self._lengths.get(element, 0) > WRAPPER_SHARE * total
+
+    def _tabs_of(self, element: Any) -> list[Any]:
+        """The tabs (``role="tab"``) that name this tab panel, through ``aria-controls`` or ``aria-labelledby``."""
+        if "tabpanel" not in (element.get("role") or "").lower().split():
+            return []
+        if self._tabs is None:
+            self._tabs = {}
+            for tab in self.tree.iter():
+                if isinstance(tab.tag, str) and "tab" in (tab.get("role") or "").lower().split():
+                    for key in (tab.get("aria-controls") or "").split():
+                        self._tabs.setdefault(f"controls:{key}", []).append(tab)
+                    if tab.get("id"):
+                        self._tabs.setdefault(f"id:{tab.get('id')}", []).append(tab)
+        found = list(self._tabs.get(f"controls:{element.get('id')}", ())) if element.get("id") else []
+        for key in (element.get("aria-labelledby") or "").split():
+            found.extend(self._tabs.get(f"id:{key}", ()))
+        return found
+
+    def _attached(self, element: Any) -> bool:
+        """Whether ``element`` is still in the page (not dropped with a hidden ancestor)."""
+        while element is not None:
+            if element is self.tree:
+                return True
+            element = element.getparent()
+        return False
+
+
+_TOGGLES = frozenset({"display", "visibility", "opacity"})
+
+
+def _reveal(element: Any) -> None:
+    """Show a hidden element that is read (a page wrapper, a tab panel) to trafilatura.
+
+    trafilatura drops ``display:none``, ``visibility:hidden`` and ``aria-hidden`` elements itself.
+    """
+    for name in ("hidden", "aria-hidden"):
+        element.attrib.pop(name, None)
+    inline = element.get("style")
+    if inline:
+        kept = [part for part in inline.split(";") if part.partition(":")[0].strip().lower() not in _TOGGLES]
+        element.set("style", ";".join(kept))
+
+
+_UNREAD = frozenset({"script", "style", "noscript", "template"})
+
+
+def _text_lengths(tree: Any) -> dict[Any, int]:
+    """Non-space characters of text under each element (scripts, styles and templates not counted)."""
+    lengths: dict[Any, int] = {}
+    for element in reversed(list(tree.iter())):  # children before their parents
+        if not isinstance(element.tag, str) or element.tag.lower() in _UNREAD:
+            lengths[element] = 0
+            continue
+        size = len("".join((element.text or "").split()))
+        for child in element:
+            size += lengths.get(child, 0) + len("".join((child.tail or "").split()))
+        lengths[element] = size
+    return lengths
+
+
+def _drop_hidden(tree: Any) -> int:
+    """Drop the elements a reader does not see (see the module docstring); returns how many went."""
+    return _Hider(tree).run()
 
 
 def extract_page(html: str, url: str, *, content_type: str = "text/html") -> ExtractedPage:

@@ -36,7 +36,10 @@ def test_what_simone_creates_in_a_new_data_dir_only_its_owner_can_read(
     (docs / "a.md").write_text("# Deploys\n\nDeploys happen on Tuesdays after the review.\n")
     data = isolated_env / "data"
     assert main(["--data-dir", str(data), "index", str(docs), "--json"]) == 0
-    assert main(["--data-dir", str(data), "memory", "add", "note", "Gateway timeout is 30 s", "--actor", "a"]) == 0
+    assert (
+        main(["--data-dir", str(data), "memory", "add", "note", "Gateway timeout is 30 s", "--actor", "a"])
+        == 0
+    )
     capsys.readouterr()
 
     assert _mode(data) == 0o700

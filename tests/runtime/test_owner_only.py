@@ -93,7 +93,9 @@ def test_tighten_tree_takes_group_and_other_bits_off_everything_but_links(tmp_pa
     assert tighten_tree(root) == 0, "a second pass changes nothing"
 
 
-def test_the_diskcache_store_keeps_every_value_in_its_owner_only_file(tmp_path: Path, lenient_umask: int) -> None:
+def test_the_diskcache_store_keeps_every_value_in_its_owner_only_file(
+    tmp_path: Path, lenient_umask: int
+) -> None:
     directory = tmp_path / "web-cache"
     big_page = "x" * 200_000  # above diskcache's own 32 KiB file threshold
 
