@@ -30,6 +30,7 @@ from simone.runtime import (
     ProviderFailure,
     RetrievalResult,
     ScopeViolation,
+    loads_untrusted,
 )
 
 
@@ -88,7 +89,7 @@ def render_tool_result(name: str, result: BaseModel, ledger: EvidenceLedger) -> 
 
 def _call_key(call: ToolCall) -> str:
     try:
-        parsed = json.loads(call.arguments)
+        parsed = loads_untrusted(call.arguments)
         canonical = json.dumps(parsed, sort_keys=True, separators=(",", ":"))
     except ValueError:
         canonical = call.arguments

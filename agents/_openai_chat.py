@@ -23,6 +23,7 @@ from simone.runtime import (
     ProviderUnavailable,
     RateLimited,
     RetryPolicy,
+    loads_untrusted,
     retry_after_from_headers,
 )
 
@@ -167,8 +168,8 @@ class OpenAIChatModel:
                 f"the chat endpoint refused the request with {status}: {reply.text[:300]}", provider=PROVIDER
             )
         try:
-            payload = reply.json()
-        except ValueError as exc:
+            payload = loads_untrusted(reply.content)
+        except ValueError as exc:  # not JSON, not UTF-8, or nested too deep
             raise InvalidResponse(
                 f"the chat endpoint answered {reply.headers.get('content-type', 'something')} that is not "
                 f"JSON: {reply.text[:120]!r}",

@@ -3,8 +3,9 @@
 One ASGI app per worker process (Starlette): ``/mcp`` is the SDK's
 :class:`~mcp.server.streamable_http_manager.StreamableHTTPSessionManager` in **stateless** mode with JSON
 responses behind the :class:`~simone.agents._serve_gate.Gate` (bearer token → admitted scope, limits,
-request logs); ``/healthz`` answers while the process lives; ``/readyz`` answers 200 only when every
-configured backend (index, memory, research cache) answers, with the same probes as ``simone doctor``.
+request logs); ``/healthz`` answers while the process lives; ``/readyz`` answers 200 while the required
+backends (index, memory) answer — a research cache that does not answer shows as ``degraded`` —, with
+the same probes as ``simone doctor`` (:mod:`simone.agents._readiness` says which backend is required).
 
 Stateless mode is what lets several workers share one listening socket: no MCP session lives in one
 process, so any worker can answer any request, and the caller's scope comes with each request (its
@@ -16,6 +17,7 @@ state only through the shared backends, which is why :func:`unshared_stores` mus
 from __future__ import annotations
 
 import contextlib
+import functools
 import ipaddress
 import json
 import math
@@ -25,16 +27,18 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 from mcp.server import ServerRequestContext
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from simone.agents._mcp import build_scoped_server
+from simone.agents._readiness import readiness
 from simone.agents._runtime import Runtime
 from simone.agents._serve_gate import SCOPE_KEY, Admitted, Gate, TokenLimits
-from simone.agents._tokens import TOKEN_FILE, Grant, Role, TokenStore
+from simone.agents._serve_http import HeaderDeadlineProtocol
+from simone.agents._tokens import Grant, Role, open_token_store, tokens_path as tokens_path
 from simone.agents._tools import ORCHESTRATOR, RESEARCHER, AgentProfile
 from simone.providers.documents import IndexLocation, index_backend_status
 from simone.providers.memory import memory_backend, memory_backend_status
@@ -109,11 +113,6 @@ class ServeOptions:
         )
 
 
-def tokens_path(settings: Settings) -> Path:
-    """The token file: ``[serve] tokens_file``, else ``<data_dir>/serve-tokens.json``."""
-    return Path(settings.serve.tokens_file or Path(settings.data_dir) / TOKEN_FILE)
-
-
 def is_loopback(host: str) -> bool:
     """Whether ``host`` is a loopback name or address (``localhost``, ``127.x``, ``::1``)."""
     if host == "localhost":
@@ -176,16 +175,17 @@ def create_app(settings: Settings, options: ServeOptions | None = None) -> Starl
     The runtime opens in the app's lifespan (uvicorn's start-up) and closes after the last request.
 
     Raises:
-        ConfigError: neither an open-mode actor nor a readable token file.
+        ConfigError: neither an open-mode actor nor a readable token store.
+        ProviderUnavailable: the PostgreSQL token store cannot be reached.
     """
     options = options or ServeOptions()
     serve = settings.serve
     open_grant = options.open_grant()
-    tokens = None if open_grant is not None else TokenStore(tokens_path(settings))
+    tokens = None if open_grant is not None else open_token_store(settings)
     if tokens is not None:
-        tokens.records()  # a token file others may read, or one that is not valid, stops the start here
+        tokens.records()  # an unsafe or invalid token file, or an unreachable database, stops the start here
     runtime = Runtime.open(settings)
-    limits = TokenLimits(serve.max_concurrent_calls, serve.calls_per_minute)
+    limits = TokenLimits(serve.max_concurrent_calls, serve.calls_per_minute, streams=serve.max_open_streams)
 
     def scope(ctx: ServerRequestContext[Any]) -> tuple[TrustedContext, AgentProfile]:
         request = ctx.request
@@ -217,7 +217,13 @@ def create_app(settings: Settings, options: ServeOptions | None = None) -> Starl
     manager = StreamableHTTPSessionManager(
         server, stateless=True, json_response=True, security_settings=security
     )
-    gate = Gate(manager.handle_request, tokens=tokens, limits=limits, open_grant=open_grant)
+    gate = Gate(
+        manager.handle_request,
+        tokens=tokens,
+        limits=limits,
+        open_grant=open_grant,
+        body_timeout_s=serve.body_timeout_s,
+    )
     ready: dict[str, Any] = {"at": 0.0, "body": None}
 
     async def healthz(request: Request) -> JSONResponse:
@@ -227,15 +233,19 @@ def create_app(settings: Settings, options: ServeOptions | None = None) -> Starl
         now = time.monotonic()
         if ready["body"] is None or now - ready["at"] > 2.0:
             checks = await backend_checks(settings)
-            ok = runtime.router is not None and all(c["answers"] for c in checks.values())
-            ready.update(at=now, body={"ready": ok, "backends": checks})
+            verdict = readiness(checks, runtime_open=runtime.router is not None)
+            ready.update(at=now, body={**verdict, "backends": checks})
         body = ready["body"]
         return JSONResponse(body, status_code=200 if body["ready"] else 503)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with runtime, manager.run():
-            yield
+            try:
+                yield
+            finally:
+                if tokens is not None:
+                    tokens.close()
 
     return Starlette(
         routes=[
@@ -294,6 +304,10 @@ def _config(app: Any, settings: Settings, host: str, port: int, workers: int) ->
         timeout_graceful_shutdown=math.ceil(settings.serve.shutdown_grace_s),
         server_header=False,
         timeout_keep_alive=75,  # MCP clients pause between calls; do not make them reconnect each time
+        # uvicorn only calls its protocol class, so a partial with the deadline stands in for one
+        http=cast(
+            Any, functools.partial(HeaderDeadlineProtocol, header_timeout_s=settings.serve.header_timeout_s)
+        ),
     )
 
 

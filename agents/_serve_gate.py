@@ -3,11 +3,15 @@
 :class:`Gate` is plain ASGI middleware in front of the MCP endpoint. For each HTTP request it
 
 1. maps the ``Authorization: Bearer`` token to its :class:`~simone.agents._tokens.Grant` (missing,
-   malformed, unknown, wrong, expired or revoked: **401**, and nothing runs);
+   malformed, unknown, wrong, expired or revoked: **401**, and nothing runs; a token file the server
+   may not trust or read — readable by others, not valid: **503**, the detail in the server log only);
 2. picks the project: the ``X-Simone-Project`` header if the token may read it (else **403**), or the
    token's first project;
-3. reads the JSON-RPC body (at most ``max_body`` bytes, else **413**) to learn the method and the tool
-   name, and holds ``tools/call`` requests to the token's limits (**429** with ``Retry-After``);
+3. reads the JSON-RPC body (at most ``max_body`` bytes, else **413**; within ``body_timeout_s``, else
+   **408** and the connection closes) and decodes it with
+   :func:`~simone.runtime.loads_untrusted` (not JSON, not UTF-8 or nested too deep: **400** with the
+   JSON-RPC parse error ``-32700``) to learn the method and the tool name; holds ``tools/call``
+   requests and open ``GET`` streams to the token's limits (**429** with ``Retry-After``);
 4. hands the request on with the :class:`Admitted` caller in the ASGI scope (``scope["simone.caller"]``), where
    the MCP server's scope function finds it;
 5. logs one JSON line: time, worker, method, path, status, milliseconds, token id, actor, JSON-RPC
@@ -26,7 +30,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from simone.agents._tokens import Grant, TokenStore
+import anyio
+from simone.agents._tokens import Grant, TokenStore, UnsafeTokenFile
+from simone.runtime import ConfigError, SimoneError, loads_untrusted
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 SCOPE_KEY = "simone.caller"
@@ -38,6 +44,12 @@ PROJECT_HEADER = "x-simone-project"
 request_log = logging.getLogger("simone.serve.requests")
 """One JSON line per request (no content, no tokens)."""
 
+server_log = logging.getLogger("uvicorn.error")
+"""The server's own log (uvicorn's): what an operator must fix, with the detail a caller never sees."""
+
+PARSE_ERROR = -32700
+"""JSON-RPC's code for a body that is not JSON."""
+
 
 @dataclass(frozen=True)
 class Admitted:
@@ -48,22 +60,46 @@ class Admitted:
 
 
 class TokenLimits:
-    """Per-token limits in one worker: calls at once and calls in any 60 s.
+    """Per-token limits in one worker: calls at once, calls in any 60 s and open streams.
 
     Args:
         concurrent: the most calls one token may have in flight.
         per_minute: the most calls one token may start in any 60 s.
+        streams: the most ``GET`` streams (server-sent events) one token may hold open at once.
         clock: a monotonic clock (for tests).
     """
 
     def __init__(
-        self, concurrent: int, per_minute: int, *, clock: Callable[[], float] = time.monotonic
+        self,
+        concurrent: int,
+        per_minute: int,
+        *,
+        streams: int = 4,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.concurrent = concurrent
         self.per_minute = per_minute
+        self.streams = streams
         self._clock = clock
         self._running: dict[str, int] = {}
         self._started: dict[str, deque[float]] = {}
+        self._open: dict[str, int] = {}
+
+    def open_stream(self, key: str) -> bool:
+        """Take a stream slot for ``key``: ``False`` when the token already holds ``streams`` open."""
+        held = self._open.get(key, 0)
+        if held >= self.streams:
+            return False
+        self._open[key] = held + 1
+        return True
+
+    def close_stream(self, key: str) -> None:
+        """Give back a slot taken by :meth:`open_stream`."""
+        left = self._open.get(key, 0) - 1
+        if left > 0:
+            self._open[key] = left
+        else:
+            self._open.pop(key, None)
 
     def acquire(self, key: str) -> float | None:
         """Take a slot for ``key``: ``None`` when granted, else the seconds to wait before retrying."""
@@ -94,6 +130,10 @@ class _BodyTooLarge(Exception):
     pass
 
 
+class _BadBody(Exception):
+    pass
+
+
 class Gate:
     """ASGI middleware: authenticate, scope, limit and log every request to ``app`` (see the module).
 
@@ -103,6 +143,7 @@ class Gate:
         open_grant: the one grant of an open server (started with ``--actor``, no tokens).
         limits: the per-token limits.
         max_body: the largest request body accepted, in bytes.
+        body_timeout_s: how long the whole body may take to arrive.
     """
 
     def __init__(
@@ -113,6 +154,7 @@ class Gate:
         limits: TokenLimits,
         open_grant: Grant | None = None,
         max_body: int = 4 * 1024 * 1024,
+        body_timeout_s: float = 30.0,
     ) -> None:
         if tokens is None and open_grant is None:
             raise ValueError("a gate needs a token store or an open grant")
@@ -121,6 +163,8 @@ class Gate:
         self.open_grant = open_grant
         self.limits = limits
         self.max_body = max_body
+        self.body_timeout_s = body_timeout_s
+        self._logged_problem: str | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -144,7 +188,27 @@ class Gate:
 
     async def _handle(self, scope: Scope, receive: Receive, send: Send, entry: dict[str, Any]) -> None:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-        grant = self._grant(headers.get("authorization"))
+        try:
+            authorization = headers.get("authorization")
+            if self.tokens is not None and self.tokens.blocking:  # never hold the event loop on a network
+                grant = await anyio.to_thread.run_sync(self._grant, authorization)
+            else:
+                grant = self._grant(authorization)
+        except ConfigError as exc:  # the token file turned unsafe or invalid while serving
+            entry["refused"] = "token_file"
+            await _reply(send, 503, "token_file_unsafe", self._token_file_problem(exc), {"retry-after": "30"})
+            return
+        except SimoneError as exc:  # a token store on a server (PostgreSQL) that does not answer
+            entry["refused"] = "token_store"
+            server_log.warning("the token store did not answer: %s", exc)
+            await _reply(
+                send,
+                503,
+                "token_store_unavailable",
+                "the server cannot check tokens now; retry later",
+                {"retry-after": "5"},
+            )
+            return
         if grant is None:
             entry["refused"] = "token"
             await _reply(
@@ -163,19 +227,38 @@ class Gate:
             await _reply(send, 403, "forbidden_project", "this token may not read that project")
             return
         project = wanted if wanted is not None else (grant.projects[0] if grant.projects else None)
+        post = scope.get("method") == "POST"
         try:
-            body = await _read_body(receive, self.max_body) if scope.get("method") == "POST" else b""
+            with anyio.fail_after(self.body_timeout_s):
+                body = await _read_body(receive, self.max_body) if post else b""
+            rpc, tool = _rpc_of(_decode(body))
         except _BodyTooLarge:
             entry["refused"] = "size"
             await _reply(send, 413, "too_large", f"the request body is over {self.max_body} bytes")
             return
-        rpc, tool = _rpc_method(body)
+        except TimeoutError:
+            entry["refused"] = "slow_body"
+            await _reply(
+                send,
+                408,
+                "request_timeout",
+                f"the request body did not arrive within {self.body_timeout_s:g} s",
+                {"connection": "close"},
+            )
+            return
+        except _BadBody as exc:
+            entry["refused"] = "parse"
+            await _parse_error(send, str(exc))
+            return
         if rpc:
             entry["rpc"] = rpc
         if tool:
             entry["tool"] = tool
         scope[SCOPE_KEY] = Admitted(grant=grant, project=project)
-        replay = _replay(body, receive) if scope.get("method") == "POST" else receive
+        replay = _replay(body, receive) if post else receive
+        if scope.get("method") == "GET":
+            await self._stream(scope, replay, send, grant, entry)
+            return
         if rpc != "tools/call":
             await self.app(scope, replay, send)
             return
@@ -195,7 +278,45 @@ class Gate:
         finally:
             self.limits.release(grant.token_id)
 
+    async def _stream(
+        self, scope: Scope, receive: Receive, send: Send, grant: Grant, entry: dict[str, Any]
+    ) -> None:
+        """A ``GET`` (the server-sent-event stream), held to the token's cap on open streams."""
+        if not self.limits.open_stream(grant.token_id):
+            entry["refused"] = "streams"
+            await _reply(
+                send,
+                429,
+                "too_many_streams",
+                f"this token already holds {self.limits.streams} open streams; close one first",
+                {"retry-after": "1"},
+            )
+            return
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.limits.close_stream(grant.token_id)
+
+    def _token_file_problem(self, exc: ConfigError) -> str:
+        """What a caller is told (no path), the detail logged once per distinct problem."""
+        detail = str(exc)
+        if detail != self._logged_problem:
+            self._logged_problem = detail
+            server_log.error("every request is refused until the token file is fixed: %s", detail)
+        if isinstance(exc, UnsafeTokenFile):
+            problem = (
+                "may be read or replaced by others; the operator must fix its mode to 0600 (and its owner)"
+            )
+        else:
+            problem = "cannot be read or is not valid; the operator must fix it"
+        return f"the server cannot check tokens: its token file {problem} — the server log says how"
+
     def _grant(self, authorization: str | None) -> Grant | None:
+        """The grant of ``authorization``, or ``None``.
+
+        Raises:
+            ConfigError: the token file cannot be trusted or read (from the store).
+        """
         if self.tokens is None:
             return self.open_grant
         if not authorization:
@@ -243,13 +364,32 @@ def _replay(body: bytes, receive: Receive) -> Receive:
     return replay
 
 
+def _decode(body: bytes) -> Any:
+    """The JSON of a request body (``None`` when empty).
+
+    Raises:
+        _BadBody: not JSON, not UTF-8, or nested too deep (:func:`~simone.runtime.loads_untrusted`).
+    """
+    if not body:
+        return None
+    try:
+        return loads_untrusted(body)
+    except ValueError as exc:
+        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+        raise _BadBody(f"Parse error: {reason}") from exc
+
+
 def _rpc_method(body: bytes) -> tuple[str | None, str | None]:
     """The JSON-RPC method of a request body (``tools/call`` if a batch holds one) and its tool name."""
-    if not body:
-        return None, None
     try:
-        data = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+        return _rpc_of(_decode(body))
+    except _BadBody:
+        return None, None
+
+
+def _rpc_of(data: Any) -> tuple[str | None, str | None]:
+    """The JSON-RPC method of decoded JSON (``tools/call`` if a batch holds one) and its tool name."""
+    if data is None:
         return None, None
     messages = data if isinstance(data, list) else [data]
     first: tuple[str | None, str | None] = (None, None)
@@ -267,11 +407,21 @@ def _rpc_method(body: bytes) -> tuple[str | None, str | None]:
     return first
 
 
+async def _parse_error(send: Send, message: str) -> None:
+    """HTTP 400 with JSON-RPC's parse error, as the MCP SDK answers a body it cannot parse."""
+    error = {"jsonrpc": "2.0", "id": None, "error": {"code": PARSE_ERROR, "message": message}}
+    await _send_json(send, 400, error, {})
+
+
 async def _reply(
     send: Send, status: int, error: str, description: str, headers: dict[str, str] | None = None
 ) -> None:
-    body = json.dumps({"error": error, "error_description": description}).encode()
+    await _send_json(send, status, {"error": error, "error_description": description}, headers or {})
+
+
+async def _send_json(send: Send, status: int, data: dict[str, Any], headers: dict[str, str]) -> None:
+    body = json.dumps(data).encode()
     raw = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    raw += [(k.encode("latin-1"), v.encode("latin-1")) for k, v in (headers or {}).items()]
+    raw += [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]
     await send({"type": "http.response.start", "status": status, "headers": raw})
     await send({"type": "http.response.body", "body": body})

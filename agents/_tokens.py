@@ -3,35 +3,54 @@
 A token is ``smn_<id>_<secret>``: ``id`` (8 hex digits) names the record, ``secret`` (32 random bytes,
 URL-safe base64) is the credential. :meth:`TokenStore.create` returns the token once; the store keeps
 the record — actor, the projects it may read, client, role, expiry — with the SHA-256 of the whole token
-(a random 256-bit secret needs no slow hash), in a JSON file that only its owner may read or write
-(``0600``, written atomically). :meth:`TokenStore.verify` maps a presented token to its :class:`Grant`
-or ``None`` (unknown, wrong secret, expired, revoked), comparing hashes in constant time; a server
-re-reads the file when it changes, so a revoked token stops working at once in every worker.
+(a random 256-bit secret needs no slow hash). :meth:`TokenStore.verify` maps a presented token to its
+:class:`Grant` or ``None`` (unknown, wrong secret, expired, revoked), comparing hashes in constant time.
+
+:class:`TokenStore` is the one interface the CLI and the server use; two stores implement it, chosen by
+``[serve] tokens`` (:func:`open_token_store`):
+
+- ``file`` (default): :class:`~simone.agents._token_file.FileTokenStore`, a JSON file only its owner may
+  read (``0600``), changed under an exclusive ``flock`` and replaced atomically, so concurrent creates
+  and revokes never lose one another; a server re-reads it when it changes;
+- ``postgres``: :class:`~simone.agents._token_postgres.PostgresTokenStore`, a table in memory's
+  PostgreSQL database, shared by every host; a server re-reads it at most ``[serve] tokens_refresh_s``
+  after its last read.
+
+Errors::
+
+    ConfigError
+    └── UnsafeTokenFile     the token file may be read or replaced by others (mode or owner)
+    ProviderUnavailable     the PostgreSQL token store cannot be reached (provider "tokens")
 """
 
 from __future__ import annotations
 
+import abc
 import base64
 import hashlib
 import hmac
-import json
-import os
 import re
 import secrets
-import tempfile
 import time
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from simone.runtime import ConfigError, InvalidRequest, NotFound
+
+if TYPE_CHECKING:
+    from simone.runtime import Settings
 
 Role = Literal["orchestrator", "researcher"]
 ROLES: tuple[Role, ...] = ("orchestrator", "researcher")
 
 TOKEN_FILE = "serve-tokens.json"
 """The token file's name under the data directory (``[serve] tokens_file`` overrides the path)."""
+
+TOKEN_ID = re.compile(r"[0-9a-f]{8}")
+"""A token's public id."""
 
 _TOKEN = re.compile(r"smn_([0-9a-f]{8})_([A-Za-z0-9_-]{43})")
 _NAME = re.compile(r"[^\x00-\x1f\x7f]{1,256}")
@@ -167,60 +186,75 @@ def _check_name(what: str, value: str) -> str:
     return value
 
 
-@dataclass
-class TokenStore:
-    """The token file: create, list, revoke and verify tokens.
+class UnsafeTokenFile(ConfigError):
+    """The token file may be read or replaced by someone else: its mode or its owner is wrong.
 
-    Reads are cached and refreshed when the file's modification time or size changes, so verifying a
-    token costs a ``stat`` unless someone created or revoked one.
+    Raised by every read of a :class:`~simone.agents._token_file.FileTokenStore` (``verify`` included)
+    until the file is fixed; the message names the file and the command that fixes it.
 
-    Args:
-        path: the JSON file (created on the first :meth:`create`, owner-only permissions).
+    Attributes:
+        path: the token file.
     """
 
-    path: Path
-    _records: dict[str, TokenRecord] = field(default_factory=dict, init=False, repr=False)
-    _stamp: tuple[int, int, int] | None = field(default=None, init=False, repr=False)
+    def __init__(self, message: str, *, path: Path) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class TokenStore(abc.ABC):
+    """Where tokens live: create, list, revoke and verify them (the file and PostgreSQL stores).
+
+    A store implements three primitives — a snapshot of the records, an insert that refuses a taken
+    id, and a revocation that is atomic in the store itself — and inherits everything else. A
+    revocation is never lost: it is one atomic change of one record (an ``UPDATE`` of one row, or a
+    change of the file under its lock), so no concurrent create or revoke can write an older copy of
+    that record back.
+    """
+
+    blocking: bool = False
+    """Whether :meth:`verify` may wait on a network (a server then calls it in a worker thread)."""
+
+    @property
+    @abc.abstractmethod
+    def where(self) -> str:
+        """Where the tokens are, for messages (a path, or a URL without its password)."""
+
+    @abc.abstractmethod
+    def _snapshot(self, *, fresh: bool) -> Mapping[str, TokenRecord]:
+        """The records by id; ``fresh=False`` may answer from the store's cache (see each store)."""
+
+    @abc.abstractmethod
+    def _insert(self, record: TokenRecord) -> bool:
+        """Store ``record``; ``False`` (nothing stored) when its id is taken already."""
+
+    @abc.abstractmethod
+    def _revoke(self, token_id: str, moment: float) -> TokenRecord | None:
+        """Mark ``token_id`` revoked at ``moment`` unless it is already; its record, or ``None``."""
+
+    def close(self) -> None:  # noqa: B027 - a store without connections has nothing to close
+        """Let go of connections (the file store holds none)."""
 
     # -- reading --------------------------------------------------------------------------------
-    def _load(self) -> dict[str, TokenRecord]:
-        try:
-            stat = self.path.stat()
-        except FileNotFoundError:
-            self._records, self._stamp = {}, None
-            return self._records
-        except OSError as exc:
-            raise ConfigError(f"cannot read the token file {self.path}: {exc.strerror or exc}") from exc
-        stamp = (stat.st_mtime_ns, stat.st_size, stat.st_ino)
-        if stamp == self._stamp:
-            return self._records
-        if stat.st_mode & 0o077:
-            raise ConfigError(
-                f"the token file {self.path} may be read by others (mode {stat.st_mode & 0o777:o}); "
-                f"run 'chmod 600 {self.path}'"
-            )
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-            records = {r["id"]: TokenRecord.from_json(r) for r in data.get("tokens", [])}
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise ConfigError(f"the token file {self.path} is not valid: {exc}") from exc
-        self._records, self._stamp = records, stamp
-        return records
-
     def records(self) -> list[TokenRecord]:
-        """Every stored token, oldest first."""
-        return sorted(self._load().values(), key=lambda r: r.created)
+        """Every stored token, oldest first (read from the store now)."""
+        return sorted(self._snapshot(fresh=True).values(), key=lambda r: r.created)
 
     def active(self, now: float | None = None) -> list[TokenRecord]:
         """The tokens that work now."""
         return [r for r in self.records() if r.active(now)]
 
     def verify(self, token: str, *, now: float | None = None) -> Grant | None:
-        """The grant of ``token``, or ``None`` when it is malformed, unknown, wrong, expired or revoked."""
+        """The grant of ``token``, or ``None`` when it is malformed, unknown, wrong, expired or revoked.
+
+        Raises:
+            UnsafeTokenFile: the token file may be read or replaced by others (checked at every call).
+            ConfigError: the token file is not valid.
+            ProviderUnavailable: the PostgreSQL store cannot be reached and its cache is out of date.
+        """
         match = _TOKEN.fullmatch(token.strip())
         if match is None:
             return None
-        record = self._load().get(match.group(1))
+        record = self._snapshot(fresh=False).get(match.group(1))
         if record is None:
             return None
         if not hmac.compare_digest(record.hash, token_hash(match.group(0))):
@@ -228,22 +262,6 @@ class TokenStore:
         return record.grant if record.active(now) else None
 
     # -- writing --------------------------------------------------------------------------------
-    def _save(self, records: dict[str, TokenRecord]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        body = json.dumps({"version": 1, "tokens": [r.to_json() for r in records.values()]}, indent=2)
-        fd, tmp = tempfile.mkstemp(prefix=".tokens-", dir=self.path.parent)
-        try:
-            os.fchmod(fd, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(body)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        self._stamp = None
-
     def create(
         self,
         actor: str,
@@ -255,6 +273,9 @@ class TokenStore:
         now: float | None = None,
     ) -> tuple[str, TokenRecord]:
         """A new token for ``actor``: returns ``(token, record)``; the token is never stored.
+
+        The record is stored before this returns; a token printed to its user is never lost to a
+        concurrent create or revoke.
 
         Raises:
             InvalidRequest: a blank actor, project or client, an unknown role, or a past expiry.
@@ -269,38 +290,73 @@ class TokenStore:
             raise InvalidRequest(f"the role must be one of {', '.join(ROLES)}, not {role!r}")
         if expires is not None and expires <= moment:
             raise InvalidRequest("the expiry must be in the future")
-        records = dict(self._load())
-        token_id = secrets.token_hex(4)
-        while token_id in records:
+        while True:
             token_id = secrets.token_hex(4)
-        secret = base64.urlsafe_b64encode(secrets.token_bytes(32)).decode("ascii").rstrip("=")
-        token = f"smn_{token_id}_{secret}"
-        grant = Grant(
-            token_id=token_id, actor=actor, projects=tuple(dict.fromkeys(projects)), client=client, role=role
-        )
-        record = TokenRecord(grant=grant, hash=token_hash(token), created=moment, expires=expires)
-        records[token_id] = record
-        self._save(records)
-        return token, record
+            secret = base64.urlsafe_b64encode(secrets.token_bytes(32)).decode("ascii").rstrip("=")
+            token = f"smn_{token_id}_{secret}"
+            grant = Grant(
+                token_id=token_id,
+                actor=actor,
+                projects=tuple(dict.fromkeys(projects)),
+                client=client,
+                role=role,
+            )
+            record = TokenRecord(grant=grant, hash=token_hash(token), created=moment, expires=expires)
+            if self._insert(record):
+                return token, record
 
     def revoke(self, token_id: str, *, now: float | None = None) -> TokenRecord:
-        """Revoke the token ``token_id`` (its record stays, marked revoked).
+        """Revoke the token ``token_id`` (its record stays, marked revoked); revoking twice keeps the first time.
 
         Raises:
             NotFound: no token has that id.
         """
-        records = dict(self._load())
-        record = records.get(token_id)
+        record = None
+        if TOKEN_ID.fullmatch(token_id):
+            record = self._revoke(token_id, time.time() if now is None else now)
         if record is None:
             raise NotFound(f"no token has the id {token_id!r}; 'simone token list' shows them")
-        if record.revoked is None:
-            record = TokenRecord(
-                grant=record.grant,
-                hash=record.hash,
-                created=record.created,
-                expires=record.expires,
-                revoked=time.time() if now is None else now,
-            )
-            records[token_id] = record
-            self._save(records)
         return record
+
+
+def revoked(record: TokenRecord, moment: float) -> TokenRecord:
+    """``record`` revoked at ``moment`` (or as it is, when it was revoked already)."""
+    if record.revoked is not None:
+        return record
+    return TokenRecord(
+        grant=record.grant, hash=record.hash, created=record.created, expires=record.expires, revoked=moment
+    )
+
+
+def tokens_path(settings: Settings) -> Path:
+    """The token file of the file store: ``[serve] tokens_file``, else ``<data_dir>/serve-tokens.json``."""
+    return Path(settings.serve.tokens_file or Path(settings.data_dir) / TOKEN_FILE)
+
+
+def open_token_store(settings: Settings) -> TokenStore:
+    """The token store ``[serve] tokens`` names: the token file (default) or memory's PostgreSQL database.
+
+    Raises:
+        ConfigError: ``tokens = "postgres"`` without a ``postgresql://`` memory URL, or with a
+            ``tokens_file`` (which only the file store reads).
+    """
+    serve = settings.serve
+    if serve.tokens == "postgres":
+        url = settings.memory.url
+        if not url or not url.startswith(("postgresql://", "postgres://")):
+            raise ConfigError(
+                '[serve] tokens = "postgres" keeps the tokens in memory\'s PostgreSQL database, but '
+                "[memory] url is not a postgresql:// URL; set SIMONE_MEMORY__URL, or use "
+                'tokens = "file"'
+            )
+        if serve.tokens_file is not None:
+            raise ConfigError(
+                '[serve] tokens_file is the file store\'s; with tokens = "postgres" the tokens live in '
+                'PostgreSQL — remove tokens_file, or set tokens = "file"'
+            )
+        from simone.agents._token_postgres import PostgresTokenStore
+
+        return PostgresTokenStore(url, refresh_s=serve.tokens_refresh_s)
+    from simone.agents._token_file import FileTokenStore
+
+    return FileTokenStore(tokens_path(settings))

@@ -29,6 +29,7 @@ from simone.runtime import (
     InvalidRequest,
     ScopeViolation,
     TrustedContext,
+    loads_untrusted,
 )
 
 ArgsT = TypeVar("ArgsT", bound=BaseModel)
@@ -210,7 +211,7 @@ class ToolRegistry:
             data: object = {}
         elif isinstance(arguments, str):
             try:
-                data = json.loads(arguments)
+                data = loads_untrusted(arguments)
             except json.JSONDecodeError as exc:
                 raise InvalidRequest(
                     f"the arguments of {tool.name!r} are not valid JSON ({exc.msg} at {exc.pos}); "

@@ -384,7 +384,7 @@ def main() -> None:
             ),
         )
         os.environ.update({k: v for k, v in env.items() if k.startswith(("SIMONE_", "AWS_"))})
-        from simone.agents._tokens import TokenStore
+        from simone.agents._token_file import FileTokenStore
         from simone.agents.cli import main as cli
         from simone.runtime import load_settings
 
@@ -404,7 +404,7 @@ def main() -> None:
                 indexed = cli(["index", str(folder), "--project", project, "--json"])
             if indexed != 0:
                 raise SystemExit(f"indexing {project} failed")
-        store = TokenStore(root / "data" / "serve-tokens.json")
+        store = FileTokenStore(root / "data" / "serve-tokens.json")
         clients = []
         for i in range(max(counts)):
             project = f"p{i % args.projects}"

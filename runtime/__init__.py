@@ -29,7 +29,7 @@ if _TYPE_CHECKING:
         research_cache_health as research_cache_health,
         search_cache_key as search_cache_key,
     )
-    from simone.runtime._cache_redis import RedisStore as RedisStore
+    from simone.runtime._cache_redis import RedisStore as RedisStore, redact_url as redact_url
     from simone.runtime._cache_stores import (
         CacheHealth as CacheHealth,
         CacheStore as CacheStore,
@@ -96,6 +96,7 @@ if _TYPE_CHECKING:
         content_digest as content_digest,
         evidence_id as evidence_id,
     )
+    from simone.runtime._detached import run_blocking as run_blocking
     from simone.runtime._embedding import (
         Embedder as Embedder,
         EmbeddingKind as EmbeddingKind,
@@ -146,7 +147,6 @@ if _TYPE_CHECKING:
         parse_retry_after as parse_retry_after,
         retry_after_from_headers as retry_after_from_headers,
     )
-    from simone.runtime._detached import run_blocking as run_blocking
     from simone.runtime._router import Router as Router
 
 __all__ = (
@@ -249,6 +249,7 @@ __all__ = (
     "page_cache_key",
     "parse_retry_after",
     "ranking",
+    "redact_url",
     "register_provider",
     "research_cache_health",
     "retry_after_from_headers",
@@ -362,6 +363,7 @@ _HOMES: dict[str, str] = {
     "page_cache_key": "simone.runtime._cache",
     "parse_retry_after": "simone.runtime._retry",
     "ranking": "simone.runtime.ranking",
+    "redact_url": "simone.runtime._cache_redis",
     "register_provider": "simone.runtime._provider",
     "research_cache_health": "simone.runtime._cache",
     "retry_after_from_headers": "simone.runtime._retry",

@@ -306,7 +306,10 @@ class AgentSettings(_Section):
 class ServeSettings(_Section):
     """``simone serve``: where it listens, its workers, tokens, per-token limits and deadlines.
 
-    ``tokens_file`` defaults to ``<data_dir>/serve-tokens.json``. Limits are per token and per worker
+    ``tokens`` says where bearer tokens live: ``"file"`` (default) in ``tokens_file``, by default
+    ``<data_dir>/serve-tokens.json`` (one host, or a file on storage every host shares), or
+    ``"postgres"`` in a table of memory's PostgreSQL database (``[memory] url``), shared by every host;
+    a PostgreSQL server sees a revocation within ``tokens_refresh_s``. Limits are per token and per worker
     process: ``max_concurrent_calls`` tool calls at once and ``calls_per_minute`` in any 60 s (beyond
     them: HTTP 429 with ``Retry-After``). ``call_timeout_s`` is each call's deadline; on shutdown
     in-flight calls get ``shutdown_grace_s`` to finish. See docs/serve.md.
@@ -315,12 +318,19 @@ class ServeSettings(_Section):
     host: Annotated[str, Field(min_length=1)] = "127.0.0.1"
     port: Annotated[int, Field(ge=0, le=65_535)] = 8765
     workers: Annotated[int, Field(ge=1, le=64)] = 1
+    tokens: Literal["file", "postgres"] = "file"
     tokens_file: Path | None = None
+    tokens_refresh_s: Annotated[float, Field(ge=0, le=60)] = 2.0
     max_concurrent_calls: Annotated[int, Field(ge=1, le=10_000)] = 8
     calls_per_minute: Annotated[int, Field(ge=1, le=1_000_000)] = 600
     call_timeout_s: Annotated[float, Field(gt=0, le=3600)] = 120.0
     shutdown_grace_s: Annotated[float, Field(ge=1, le=3600)] = 30.0
     ready_timeout_s: Annotated[float, Field(gt=0, le=120)] = 5.0
+    # Slow clients: a request's headers and its body each have a deadline (a dripping client holds a
+    # socket per connection otherwise), and a token holds at most max_open_streams GET streams at once.
+    header_timeout_s: Annotated[float, Field(gt=0, le=600)] = 10.0
+    body_timeout_s: Annotated[float, Field(gt=0, le=3600)] = 30.0
+    max_open_streams: Annotated[int, Field(ge=1, le=10_000)] = 4
 
 
 def default_data_dir() -> Path:

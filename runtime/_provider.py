@@ -29,9 +29,10 @@ class Provider(Protocol):
     :class:`~simone.runtime.ProviderError` (any other exception is recorded as kind ``error``).
     A provider must check the caller in ``context`` itself when it is restricted.
 
-    The router cancels a provider at its deadline; an answer that still arrives later (a provider
-    that blocks the event loop, waits on a thread or shields itself) is recorded as a ``timeout`` and
-    its evidence is dropped. An answer that is not a valid :class:`ProviderResponse` (including one
+    The router runs each provider in a task of its own and cancels it at its deadline; one that does
+    not stop (it waits on a thread, shields itself) is left to finish on its own, and one that blocks
+    the event loop is timed when it yields: either is recorded as a ``timeout`` and its evidence is
+    dropped. Run blocking calls with :func:`~simone.runtime.run_blocking`. An answer that is not a valid :class:`ProviderResponse` (including one
     built with ``model_construct``) is recorded as ``invalid_response``.
     """
 

@@ -31,6 +31,7 @@ from simone.runtime._contracts import (
     TrustedContext,
     safe_text,
 )
+from simone.runtime._detached import Detached
 from simone.runtime._errors import FailureKind, InvalidRequest, UnknownProvider
 from simone.runtime._provider import Provider
 from simone.runtime.ranking import (
@@ -46,6 +47,9 @@ from simone.runtime.ranking import (
 )
 from simone.runtime.tracing import fail, leg_span, retrieval_span
 
+CANCEL_GRACE_S = 0.05
+"""Seconds past its deadline a cancelled provider has to unwind before the router returns without it."""
+
 
 class Router:
     """Fans a request out to providers and fuses what comes back.
@@ -60,6 +64,8 @@ class Router:
         min_truncation_tokens: the least room for which the first misfit is truncated.
         clock: the monotonic time source in seconds for the deadline checks and the trace's timings
             (``time.perf_counter``; tests pass a fake one to make a provider late without waiting).
+        cancel_grace_s: how long past its deadline a cancelled provider may take to unwind before the
+            router stops waiting for it (:data:`CANCEL_GRACE_S`); the stated slack of the deadline.
     """
 
     def __init__(
@@ -73,6 +79,7 @@ class Router:
         max_query_chars: int = MAX_QUERY_CHARS,
         min_truncation_tokens: int = MIN_TRUNCATION_TOKENS,
         clock: Callable[[], float] = time.perf_counter,
+        cancel_grace_s: float = CANCEL_GRACE_S,
     ) -> None:
         by_name: dict[str, Provider] = {}
         for provider in providers:
@@ -85,6 +92,8 @@ class Router:
             raise InvalidRequest("rrf_k must be >= 1")
         if provider_timeout_s <= 0:
             raise InvalidRequest("provider_timeout_s must be > 0")
+        if not 0 <= cancel_grace_s < math.inf:
+            raise InvalidRequest("cancel_grace_s must be >= 0 and finite")
         self._providers = by_name
         self.rrf_k = rrf_k
         self.weights = dict(weights or {})
@@ -93,6 +102,7 @@ class Router:
         self.max_query_chars = max_query_chars
         self.min_truncation_tokens = min_truncation_tokens
         self.clock = clock
+        self.cancel_grace_s = cancel_grace_s
 
     @property
     def providers(self) -> Mapping[str, Provider]:
@@ -117,9 +127,12 @@ class Router:
         ``selection`` (a policy's choice, with reasons), else every registered provider.
 
         Deadlines: each provider has ``provider_timeout_s`` from its start, cut to what is left of
-        ``context.deadline``. One still running then is cancelled; one that cannot be cancelled (it
-        blocks the event loop, waits on a thread or shields itself) is timed when it answers, and an
-        answer that arrives after its deadline is a ``timeout`` failure whose evidence is not used.
+        ``context.deadline`` and of the caller's cancel scopes. One still running then is cancelled,
+        and the call returns by the deadline plus ``cancel_grace_s`` whatever the provider does: one
+        that does not stop (it waits on a thread that is not abandoned, shields itself or swallows the
+        cancellation) is left to finish on its own task and is a ``timeout`` failure. A provider that
+        blocks the event loop itself cannot be preempted: it is timed when it yields, and an answer
+        that arrives after its deadline is a ``timeout`` failure whose evidence is not used.
         When the context's deadline has already passed, no provider is asked: each one selected is
         recorded as a ``timeout`` failure (not retryable under this context) and the status is
         ``failed``, never ``complete``.
@@ -186,8 +199,11 @@ class Router:
         ]
 
     def _deadline_s(self, context: TrustedContext) -> float:
+        # The provider runs outside the caller's cancel scopes (its own task), so the tightest of them
+        # is folded into its deadline: the provider still sees it (anyio.current_effective_deadline).
         remaining = context.remaining_s()
-        return self.provider_timeout_s if remaining is None else min(self.provider_timeout_s, remaining)
+        deadline = self.provider_timeout_s if remaining is None else min(self.provider_timeout_s, remaining)
+        return min(deadline, anyio.current_effective_deadline() - anyio.current_time())
 
     async def _fan_out(
         self, request: RetrievalRequest, context: TrustedContext, chosen: Sequence[ProviderSelection]
@@ -224,15 +240,17 @@ class Router:
         outcomes[index] = outcome
 
     async def _ask(self, name: str, request: RetrievalRequest, context: TrustedContext) -> Outcome:
-        """One provider's outcome under its deadline; a provider fault is a failure, never raised."""
+        """One provider's outcome by its deadline (+ ``cancel_grace_s``); a provider fault is a failure.
+
+        The provider runs in a task of its own (:class:`~simone.runtime._detached.Detached`):
+        one that cannot be cancelled in time (it waits on a thread that is not abandoned, shields
+        itself or swallows its cancellation) is left behind to finish on its own, and this call returns
+        a ``timeout`` failure at the deadline plus the grace.
+        """
         provider = self._providers[name]
         deadline = self._deadline_s(context)
         clock = self.clock
         started = clock()
-
-        def elapsed() -> float:
-            return (clock() - started) * 1000
-
         if deadline <= 0:  # the context's deadline has passed: asking would only waste the provider's time
             return ProviderFailure(
                 provider=name,
@@ -240,6 +258,34 @@ class Router:
                 retryable=False,
                 message=f"{name} was not asked: the request's deadline had already passed",
             )
+
+        async def attempt() -> Outcome:
+            # timed from when the provider's task first runs: a provider that blocked the loop
+            # before it does not make this one late
+            return await self._attempt(name, provider, request, context, deadline)
+
+        work = Detached.start(attempt)
+        with anyio.move_on_after(deadline + self.cancel_grace_s):
+            return await work.wait()
+        if work.done:  # it answered as the wait ran out (the loop was blocked meanwhile): use its outcome
+            return work.result()
+        return _timeout(name, deadline, (clock() - started) * 1000, abandoned=True)
+
+    async def _attempt(
+        self,
+        name: str,
+        provider: Provider,
+        request: RetrievalRequest,
+        context: TrustedContext,
+        deadline: float,
+    ) -> Outcome:
+        """Ask ``provider`` under its deadline; runs in the provider's own task."""
+        clock = self.clock
+        started = clock()
+
+        def elapsed() -> float:
+            return (clock() - started) * 1000
+
         cancelled = anyio.get_cancelled_exc_class()
         response: object = None
         try:
@@ -329,13 +375,22 @@ def _stray_cancellation(name: str, exc: BaseException, elapsed_ms: float) -> Pro
     )
 
 
-def _timeout(name: str, deadline: float, elapsed_ms: float, *, late: bool = False) -> ProviderFailure:
-    message = (
-        f"{name} answered after {elapsed_ms / 1000:.2f}s, past its {deadline:.2f}s deadline "
-        "(it could not be cancelled in time); its late evidence was not used"
-        if late
-        else f"{name} did not answer within its {deadline:.2f}s deadline"
-    )
+def _timeout(
+    name: str, deadline: float, elapsed_ms: float, *, late: bool = False, abandoned: bool = False
+) -> ProviderFailure:
+    if abandoned:
+        message = (
+            f"{name} did not answer within its {deadline:.2f}s deadline and had not stopped "
+            f"{elapsed_ms / 1000 - deadline:.2f}s later; it was left to finish on its own and "
+            "anything it returns is dropped"
+        )
+    elif late:
+        message = (
+            f"{name} answered after {elapsed_ms / 1000:.2f}s, past its {deadline:.2f}s deadline "
+            "(it could not be cancelled in time); its late evidence was not used"
+        )
+    else:
+        message = f"{name} did not answer within its {deadline:.2f}s deadline"
     return ProviderFailure(
         provider=name, kind="timeout", retryable=True, elapsed_ms=elapsed_ms, message=message
     )

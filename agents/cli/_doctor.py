@@ -21,6 +21,7 @@ import anyio
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from simone.agents._readiness import readiness
 from simone.agents.cli._doctor_languages import check_languages, render_languages
 from simone.agents.cli._render import make_console
 from simone.agents.cli._settings import settings_from_args
@@ -199,7 +200,9 @@ async def gather(settings: Settings, *, languages: bool = False) -> dict[str, An
                 async with EmbeddingCache(cache_path) as cache:
                     report["embedding_cache"] = {"path": str(cache_path), "vectors": await cache.count()}
     report["backends"] = await backends(settings)
-    report["ok"] = ok and all(entry["answers"] for entry in report["backends"].values())
+    verdict = readiness(report["backends"])  # the research cache is optional: down, it degrades
+    report["ok"] = ok and verdict["ready"]
+    report["degraded_backends"] = verdict["degraded"]
     return report
 
 
@@ -328,6 +331,8 @@ def render(report: dict[str, Any], console: Console) -> None:
             if entry["answers"]
             else f"[red]does not answer: {escape(entry.get('error', entry.get('detail', '')))}[/]"
         )
+        if role in report.get("degraded_backends", ()):
+            state += " [yellow](degraded: optional, retrieval does not need it)[/]"
         version = entry.get("schema_version", entry.get("format_version"))
         extra = f" · schema {version}" if version is not None else ""
         note = f" · {escape(entry['note'])}" if "note" in entry else ""

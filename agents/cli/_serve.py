@@ -70,10 +70,9 @@ async def run(args: argparse.Namespace) -> int:
         is_loopback,
         serve_one,
         serve_workers,
-        tokens_path,
         unshared_stores,
     )
-    from simone.agents._tokens import TokenStore
+    from simone.agents._tokens import open_token_store
     from simone.agents.cli._settings import settings_from_args
     from simone.runtime import ConfigError
 
@@ -103,12 +102,15 @@ async def run(args: argparse.Namespace) -> int:
         open_role=args.role,
     )
     if args.actor is None:
-        path = tokens_path(settings)
-        active = TokenStore(path).active()
-        where = f"tokens from {path} ({len(active)} active)"
+        store = open_token_store(settings)
+        try:
+            active = store.active()
+        finally:
+            store.close()
+        where = f"tokens from {store.where} ({len(active)} active)"
         if not active:
             _warn(
-                f"no token is configured in {path}: every call is refused (401) until you run "
+                f"no token is configured in {store.where}: every call is refused (401) until you run "
                 "'simone token create --actor NAME --project NAME'"
             )
     else:

@@ -1,7 +1,8 @@
 """``simone token`` — bearer tokens for ``simone serve``: create (printed once), list, revoke.
 
-Only each token's SHA-256 is stored, with its actor, projects, client, role and expiry, in the token
-file (``[serve] tokens_file``, default ``<data_dir>/serve-tokens.json``, owner-only permissions).
+Only each token's SHA-256 is stored, with its actor, projects, client, role and expiry, in the store
+``[serve] tokens`` names: the token file (``[serve] tokens_file``, default
+``<data_dir>/serve-tokens.json``, owner-only permissions) or memory's PostgreSQL database.
 """
 
 from __future__ import annotations
@@ -9,9 +10,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from simone.agents.cli._settings import nonempty_text
+
+if TYPE_CHECKING:
+    from simone.agents._tokens import TokenStore
 
 
 def register(subparsers: Any) -> None:
@@ -51,12 +55,11 @@ def register(subparsers: Any) -> None:
     revoke.set_defaults(func=run_revoke)
 
 
-def _store(args: argparse.Namespace) -> Any:
-    from simone.agents._serve import tokens_path
-    from simone.agents._tokens import TokenStore
+def _store(args: argparse.Namespace) -> TokenStore:
+    from simone.agents._tokens import open_token_store
     from simone.agents.cli._settings import settings_from_args
 
-    return TokenStore(tokens_path(settings_from_args(args)))
+    return open_token_store(settings_from_args(args))
 
 
 async def run_create(args: argparse.Namespace) -> int:
@@ -71,7 +74,7 @@ async def run_create(args: argparse.Namespace) -> int:
     print(token)  # noqa: T201
     print(  # noqa: T201
         f"simone token: created {record.grant.token_id} for {args.actor} ({args.role}); only its hash is "
-        f"stored, in {store.path} — keep the token now, it is not shown again",
+        f"stored, in {store.where} — keep the token now, it is not shown again",
         file=sys.stderr,
     )
     return 0

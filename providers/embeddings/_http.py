@@ -10,7 +10,6 @@ is not (a server that is down fails fast, so the chain and the index degrade at 
 from __future__ import annotations
 
 import base64
-import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self, TypeVar, cast
@@ -30,6 +29,7 @@ from simone.runtime import (
     ProviderUnavailable,
     RateLimited,
     RetryPolicy,
+    loads_untrusted,
     retry_after_from_headers,
 )
 
@@ -62,7 +62,7 @@ def _snippet(text: str) -> str:
 
 def _server_message(response: httpx.Response) -> str:
     try:
-        body = response.json()
+        body = loads_untrusted(response.content)
     except ValueError:
         return _snippet(response.text)
     if isinstance(body, dict):
@@ -259,8 +259,8 @@ class HttpEmbedderBase:
                 provider=self._who,
             )
         try:
-            return json.loads(text)
-        except ValueError as exc:
+            return loads_untrusted(text)
+        except ValueError as exc:  # not JSON, or nested too deep
             raise InvalidResponse(
                 f"{self._who} answered with malformed JSON: {exc}; body starts {_snippet(text)!r}",
                 provider=self._who,

@@ -40,6 +40,7 @@ from simone.runtime import (
     ProviderError,
     ProviderNotConfigured,
     ProviderUnavailable,
+    run_blocking,
 )
 from tokenizers import Tokenizer
 
@@ -267,9 +268,11 @@ class OnnxMiniLMEmbedder:
         if not texts:
             return np.empty((0, DIMENSION), dtype=np.float32)
         await self.start()
+        # run_blocking: a cancelled caller returns at once; the session's limiter stays held until the
+        # thread is done, so the next call still queues behind it (issue 26, item 5)
         if len(texts) <= SHORT_CALL_TEXTS and self._short is not None:
-            return await anyio.to_thread.run_sync(self._embed_short, texts, limiter=self._short_limiter)
-        return await anyio.to_thread.run_sync(self.embed_sync, texts, limiter=self._limiter)
+            return await run_blocking(self._embed_short, texts, limiter=self._short_limiter)
+        return await run_blocking(self.embed_sync, texts, limiter=self._limiter)
 
     def _embed_short(self, texts: list[str]) -> npt.NDArray[np.float32]:
         assert self._short is not None

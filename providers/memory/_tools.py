@@ -46,7 +46,7 @@ from simone.providers.memory._models import (
 )
 from simone.providers.memory._records import render
 from simone.providers.memory._store import MemoryStore
-from simone.runtime import MAX_QUERY_CHARS, InvalidRequest, TrustedContext
+from simone.runtime import MAX_QUERY_CHARS, InvalidRequest, TrustedContext, loads_untrusted
 
 ToolFunction = Callable[[MemoryStore, TrustedContext, Any], Awaitable[dict[str, Any]]]
 
@@ -112,7 +112,7 @@ class MemoryTool:
         data: Any = raw
         if isinstance(raw, str):
             try:
-                data = json.loads(raw) if raw.strip() else {}
+                data = loads_untrusted(raw) if raw.strip() else {}
             except json.JSONDecodeError as exc:
                 raise InvalidRequest(f"{self.name}: the arguments are not valid JSON ({exc})") from exc
         if not isinstance(data, Mapping):

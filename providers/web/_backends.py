@@ -12,7 +12,6 @@ result URLs are checked when they are fetched.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
@@ -27,6 +26,7 @@ from simone.runtime import (
     ProviderUnavailable,
     RateLimited,
     RetryPolicy,
+    loads_untrusted,
     parse_retry_after as _parse_retry_after,
 )
 
@@ -135,8 +135,8 @@ class _HttpBackend:
         if status >= 400:
             raise InvalidResponse(f"{self.name} refused the query with {status}", provider=self.name)
         try:
-            return json.loads(body)
-        except (ValueError, UnicodeDecodeError) as exc:
+            return loads_untrusted(body)
+        except ValueError as exc:  # not JSON, not UTF-8, or nested too deep
             raise InvalidResponse(
                 f"{self.name} answered with malformed JSON; is the URL its JSON API?", provider=self.name
             ) from exc

@@ -60,3 +60,13 @@ def test_a_backend_that_is_down_is_reported_without_its_password(
     assert report["backends"]["memory"]["answers"] is False and report["backends"]["memory"]["error"]
     assert report["backends"]["research_cache"]["answers"] is False
     assert "hunter2" not in text and "hunter3" not in text
+
+
+def test_only_the_research_cache_down_is_degraded_not_a_failure(
+    isolated_env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("SIMONE_WEB__CACHE_URL", f"redis://127.0.0.1:{_closed_port()}/0")
+    code, report, text = _doctor(capsys, isolated_env / "data")
+    assert report["backends"]["research_cache"]["answers"] is False
+    assert report["degraded_backends"] == ["research_cache"]
+    assert code == 0, "retrieval does not need the research cache"

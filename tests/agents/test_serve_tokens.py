@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from simone.agents._serve import ServeOptions, is_loopback, tokens_path, unshared_stores
 from simone.agents._serve_gate import TokenLimits, _rpc_method
-from simone.agents._tokens import TokenStore, parse_expiry
+from simone.agents._token_file import FileTokenStore
+from simone.agents._tokens import parse_expiry
 from simone.runtime import (
     ConfigError,
     IndexSettings,
@@ -22,13 +23,13 @@ from simone.runtime import (
 
 
 def test_a_token_is_shown_once_and_only_its_hash_is_stored(tmp_path: Path) -> None:
-    store = TokenStore(tmp_path / "t" / "tokens.json")
+    store = FileTokenStore(tmp_path / "t" / "tokens.json")
     token, record = store.create("alice", projects=["acme", "beta", "acme"], client="ide", role="researcher")
     assert token.startswith(f"smn_{record.grant.token_id}_")
     text = store.path.read_text()
     assert token not in text and token.split("_", 2)[2] not in text
     assert store.path.stat().st_mode & 0o777 == 0o600
-    grant = TokenStore(store.path).verify(token)
+    grant = FileTokenStore(store.path).verify(token)
     assert grant is not None
     assert (grant.actor, grant.projects, grant.client, grant.role) == (
         "alice",
@@ -42,10 +43,10 @@ def test_a_token_is_shown_once_and_only_its_hash_is_stored(tmp_path: Path) -> No
 
 
 def test_revoked_and_expired_tokens_stop_working(tmp_path: Path) -> None:
-    store = TokenStore(tmp_path / "tokens.json")
+    store = FileTokenStore(tmp_path / "tokens.json")
     now = time.time()
     token, record = store.create("bob", expires=now + 60)
-    reader = TokenStore(store.path)  # another worker's view of the same file
+    reader = FileTokenStore(store.path)  # another worker's view of the same file
     assert reader.verify(token) is not None
     assert reader.verify(token, now=now + 61) is None
     store.revoke(record.grant.token_id)
@@ -57,7 +58,7 @@ def test_revoked_and_expired_tokens_stop_working(tmp_path: Path) -> None:
 
 
 def test_bad_token_input_and_files_are_refused(tmp_path: Path) -> None:
-    store = TokenStore(tmp_path / "tokens.json")
+    store = FileTokenStore(tmp_path / "tokens.json")
     with pytest.raises(InvalidRequest):
         store.create("  ")
     with pytest.raises(InvalidRequest):
@@ -69,11 +70,11 @@ def test_bad_token_input_and_files_are_refused(tmp_path: Path) -> None:
     store.create("carol")
     store.path.chmod(0o644)
     with pytest.raises(ConfigError, match="chmod 600"):
-        TokenStore(store.path).records()
+        FileTokenStore(store.path).records()
     store.path.chmod(0o600)
     store.path.write_text(json.dumps({"tokens": [{"id": "x"}]}))
     with pytest.raises(ConfigError, match="not valid"):
-        TokenStore(store.path).records()
+        FileTokenStore(store.path).records()
 
 
 def test_expiry_accepts_durations_and_dates() -> None:

@@ -5,7 +5,6 @@ The policy's rules run on a fake clock; the clients run against loopback servers
 
 from __future__ import annotations
 
-import time
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from typing import Any
@@ -106,10 +105,9 @@ def test_the_enclosing_cancel_scope_is_the_deadline() -> None:
         with anyio.fail_after(2):
             await RetryPolicy().run(attempt)
 
-    started = time.monotonic()
-    with pytest.raises(RateLimited) as caught:
+    with pytest.raises(RateLimited) as caught:  # had it slept, the scope's TimeoutError would be raised
         anyio.run(go)
-    assert time.monotonic() - started < 1.0 and calls == [1]
+    assert calls == [1]
     assert caught.value.retry_after_s == 5.0
 
 
@@ -174,10 +172,8 @@ def test_chat_stops_at_once_when_retry_after_exceeds_what_it_may_wait() -> None:
                 with anyio.fail_after(10):
                     await model.complete([ChatMessage(role="user", content="hi")])
 
-        started = time.monotonic()
-        with pytest.raises(RateLimited) as caught:
+        with pytest.raises(RateLimited) as caught:  # a sleep would end in the scope's TimeoutError
             anyio.run(go)
-        assert time.monotonic() - started < 5
         assert caught.value.retry_after_s == 120.0
         assert web.count(path_prefix="/v1/chat") == 1
 
@@ -208,9 +204,7 @@ def test_embeddings_stop_at_once_when_the_wait_would_pass_the_callers_deadline()
                 with anyio.fail_after(3):
                     await embedder.embed(["x"])
 
-        started = time.monotonic()
-        with pytest.raises(RateLimited) as caught:
+        with pytest.raises(RateLimited) as caught:  # a second sleep would end in the scope's TimeoutError
             anyio.run(go)
-        assert time.monotonic() - started < 2.9
         assert caught.value.retry_after_s == 2.0
         assert len(server.requests) == 2, "one wait of 2 s fitted in 3 s, the second did not"

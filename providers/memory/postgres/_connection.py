@@ -9,11 +9,14 @@ is ``BEGIN`` … ``COMMIT`` holding memory's transaction-scoped advisory lock, s
 process and host are serialised exactly as SQLite's ``BEGIN IMMEDIATE`` serialises them (no lost update
 between a read and the write that depends on it). Every psycopg error becomes
 :class:`~simone.runtime.ProviderUnavailable` of provider ``memory`` (retryable when the server could not
-be reached), naming the server without its password.
+be reached). Its message names the backend kind only — it reaches callers of ``simone serve``, who must
+not learn where the database lives —; the server and the driver's own words go to the log
+(``simone.providers.memory.postgres``), and ``simone doctor`` shows the address without its password.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
@@ -30,6 +33,8 @@ from simone.providers.memory.postgres._schema import migrate
 from simone.runtime import ConfigError, MemorySettings, ProviderUnavailable
 
 T = TypeVar("T")
+
+_log = logging.getLogger("simone.providers.memory.postgres")
 
 _LOCK_KEY = 0x51_4D_45_4D  # "SMEM": memory's advisory lock (one per database)
 """The key of the advisory lock every memory write transaction holds."""
@@ -181,9 +186,10 @@ class PostgresCore(StoreCore):
             await anyio.to_thread.run_sync(partial(pool.open, wait=True, timeout=self._connect_timeout_s))
         except self._errors as exc:
             await anyio.to_thread.run_sync(pool.close)
+            _log.warning("cannot reach the memory database %s: %s", self.address, exc)
             raise ProviderUnavailable(
-                f"cannot reach the memory database {self.address}: {exc}; check that PostgreSQL runs "
-                "there and memory.url is right",
+                f"memory backend postgresql unavailable: cannot connect ({type(exc).__name__}); check that "
+                "PostgreSQL runs at [memory] url ('simone doctor' shows the address, the log the reason)",
                 provider="memory",
                 retryable=True,
             ) from exc
@@ -252,14 +258,20 @@ class PostgresCore(StoreCore):
         import psycopg
 
         reached = not isinstance(exc, psycopg.OperationalError) and "PoolTimeout" not in type(exc).__name__
+        _log.warning(
+            "the memory database %s failed: %s", self.address, str(exc).strip() or type(exc).__name__
+        )
         if reached:
+            sqlstate = getattr(exc, "sqlstate", None)
+            code = f", SQLSTATE {sqlstate}" if sqlstate else ""
             return ProviderUnavailable(
-                f"the memory database {self.address} failed: {exc}; nothing was written by this operation",
+                f"memory backend postgresql failed ({type(exc).__name__}{code}); nothing was written by this "
+                "operation (the server log has the detail)",
                 provider="memory",
             )
         return ProviderUnavailable(
-            f"the memory database {self.address} is unavailable: {str(exc).strip() or type(exc).__name__}; "
-            "nothing was written by this operation, try again once PostgreSQL answers",
+            f"memory backend postgresql unavailable ({type(exc).__name__}); nothing was written by this "
+            "operation, try again once PostgreSQL answers",
             provider="memory",
             retryable=True,
         )

@@ -88,6 +88,16 @@ async def test_server_errors_and_malformed_answers(web: LoopbackWeb) -> None:
             await backend.search("q", count=2, timeout_s=0.5)
 
 
+@pytest.mark.parametrize("depth", [1000, 100_000])
+async def test_an_answer_nested_too_deep_is_an_invalid_response(web: LoopbackWeb, depth: int) -> None:
+    body = ('{"results":' + "[" * depth + "]" * depth + "}").encode()
+    web.script_search(Route(body=body, headers={"Content-Type": "application/json"}))
+    async with httpx.AsyncClient() as client:
+        with pytest.raises(InvalidResponse, match="malformed JSON") as info:
+            await SearxngBackend(web.search_url, client).search("q", count=2, timeout_s=5)
+    assert info.value.kind == "invalid_response"
+
+
 async def test_malformed_entries_are_skipped_and_counted(web: LoopbackWeb) -> None:
     web.script_search(
         json_route(
