@@ -71,15 +71,21 @@ async def open_stdio_tools(
 
 
 def build_scoped_server(
-    runtime: Runtime, scope: Scope, *, instructions: str | None = None, timeout_s: float | None = None
+    runtime: Runtime,
+    scope: Scope,
+    *,
+    instructions: str | None = None,
+    timeout_s: float | None = None,
+    redact: Callable[[str], str] | None = None,
 ) -> Server[Any]:
     """An MCP server whose every request runs in the context and profile ``scope`` gives it.
 
     One server serves many callers (``simone serve``): ``tools/list`` shows the caller's profile's
     tools only and ``tools/call`` runs in a fresh session of the caller's context. ``timeout_s`` cancels
     a call still running after that many seconds (its context's deadline says the same to the tools).
+    ``redact`` rewrites every text of every answer (``simone serve``: backend addresses become kinds).
     """
-    tools = tool_handlers(runtime, scope, timeout_s=timeout_s)
+    tools = tool_handlers(runtime, scope, timeout_s=timeout_s, redact=redact)
 
     def schema(name: str) -> dict[str, Any] | None:
         try:
@@ -98,8 +104,25 @@ def build_scoped_server(
     )
 
 
-def tool_handlers(runtime: Runtime, scope: Scope, *, timeout_s: float | None = None) -> ToolHandlers:
-    """The ``tools/list`` and ``tools/call`` handlers of :func:`build_scoped_server` (and of ``simone mcp``)."""
+def tool_handlers(
+    runtime: Runtime,
+    scope: Scope,
+    *,
+    timeout_s: float | None = None,
+    redact: Callable[[str], str] | None = None,
+) -> ToolHandlers:
+    """The ``tools/list`` and ``tools/call`` handlers of :func:`build_scoped_server` (and of ``simone mcp``).
+
+    ``redact`` rewrites every text of a result or an error (see :func:`build_scoped_server`).
+    """
+
+    def _scrub(value: Any) -> Any:
+        return _scrub_value(value, redact)
+
+    def _error(message: str) -> types.CallToolResult:
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=_scrub(message))], is_error=True
+        )
 
     def profile_tools(profile: AgentProfile) -> dict[str, Any]:
         return {tool.name: tool for tool in runtime.registry.for_profile(profile)}
@@ -163,10 +186,6 @@ def tool_handlers(runtime: Runtime, scope: Scope, *, timeout_s: float | None = N
     return ToolHandlers(list_tools=list_tools, call_tool=call_tool)
 
 
-def _error(message: str) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=_scrub(message))], is_error=True)
-
-
 def _simone_error(exc: BaseException) -> SimoneError | None:
     """The one SimoneError inside ``exc``'s exception groups (a task group's wrapping), if it is alone."""
     while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
@@ -181,14 +200,19 @@ def _text(exc: BaseException) -> str:
         return "(no message)"
 
 
-def _scrub(value: Any) -> Any:
-    """``value`` with every lone surrogate replaced by U+FFFD: the transport writes UTF-8, which has none."""
+def _scrub_value(value: Any, redact: Callable[[str], str] | None) -> Any:
+    """``value`` with each string passed through ``redact`` (when given) and its lone surrogates replaced.
+
+    A lone surrogate becomes U+FFFD: the transport writes UTF-8, which has none.
+    """
     if isinstance(value, str):
+        if redact is not None:
+            value = redact(value)
         if value.isascii():
             return value
         return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
     if isinstance(value, dict):
-        return {_scrub(key): _scrub(item) for key, item in value.items()}
+        return {_scrub_value(key, redact): _scrub_value(item, redact) for key, item in value.items()}
     if isinstance(value, list):
-        return [_scrub(item) for item in value]
+        return [_scrub_value(item, redact) for item in value]
     return value

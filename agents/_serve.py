@@ -33,6 +33,7 @@ import anyio
 from mcp.server import ServerRequestContext
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
+from simone.agents._addresses import AddressScrubber
 from simone.agents._mcp import build_scoped_server
 from simone.agents._readiness import readiness
 from simone.agents._runtime import Runtime
@@ -205,6 +206,7 @@ def create_app(settings: Settings, options: ServeOptions | None = None) -> Starl
             "tool arguments never carry scope."
         ),
         timeout_s=serve.call_timeout_s,
+        redact=AddressScrubber.for_settings(settings),
     )
     security = None
     if is_loopback(options.host or serve.host):
