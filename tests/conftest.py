@@ -13,6 +13,7 @@ import os
 os.environ.setdefault("SIMONE_EMBEDDINGS__ONNX_VARIANT", "reference")
 
 pytest_plugins = [
+    "tests.network_guard",
     "tests.providers.web.hostile",
     "tests.servers_embedding",
     "tests.servers_postgres",
