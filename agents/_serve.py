@@ -39,7 +39,7 @@ from simone.agents._readiness import readiness
 from simone.agents._runtime import Runtime
 from simone.agents._serve_gate import SCOPE_KEY, Admitted, Gate, TokenLimits
 from simone.agents._serve_http import HeaderDeadlineProtocol
-from simone.agents._tokens import Grant, Role, open_token_store, tokens_path as tokens_path
+from simone.agents._tokens import Grant, Role, open_token_store
 from simone.agents._tools import ORCHESTRATOR, RESEARCHER, AgentProfile
 from simone.providers.documents import IndexLocation, index_backend_status
 from simone.providers.memory import memory_backend, memory_backend_status

@@ -20,6 +20,7 @@ Windows has no ``flock``: there, changes are still atomic, but two at once may l
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import random
@@ -29,7 +30,7 @@ import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from simone.agents._tokens import TokenRecord, TokenStore, UnsafeTokenFile, revoked
+from simone.agents._tokens import TokenRecord, TokenStore, UnsafeTokenFile
 from simone.runtime import ConfigError, ProviderUnavailable, owner_only_dir
 
 LOCK_SUFFIX = ".lock"
@@ -133,7 +134,7 @@ class FileTokenStore(TokenStore):
             record = records.get(token_id)
             if record is None or record.revoked is not None:
                 return record
-            records[token_id] = record = revoked(record, moment)
+            records[token_id] = record = dataclasses.replace(record, revoked=moment)
             self._save(records)
         return record
 

@@ -319,15 +319,6 @@ class TokenStore(abc.ABC):
         return record
 
 
-def revoked(record: TokenRecord, moment: float) -> TokenRecord:
-    """``record`` revoked at ``moment`` (or as it is, when it was revoked already)."""
-    if record.revoked is not None:
-        return record
-    return TokenRecord(
-        grant=record.grant, hash=record.hash, created=record.created, expires=record.expires, revoked=moment
-    )
-
-
 def tokens_path(settings: Settings) -> Path:
     """The token file of the file store: ``[serve] tokens_file``, else ``<data_dir>/serve-tokens.json``."""
     return Path(settings.serve.tokens_file or Path(settings.data_dir) / TOKEN_FILE)

@@ -32,8 +32,9 @@ class Provider(Protocol):
     The router runs each provider in a task of its own and cancels it at its deadline; one that does
     not stop (it waits on a thread, shields itself) is left to finish on its own, and one that blocks
     the event loop is timed when it yields: either is recorded as a ``timeout`` and its evidence is
-    dropped. Run blocking calls with :func:`~simone.runtime.run_blocking`. An answer that is not a valid :class:`ProviderResponse` (including one
-    built with ``model_construct``) is recorded as ``invalid_response``.
+    dropped. Run blocking calls with :func:`~simone.runtime.run_blocking`. An answer that is not a
+    valid :class:`ProviderResponse` (including one built with ``model_construct``) is recorded as
+    ``invalid_response``.
     """
 
     @property
