@@ -12,8 +12,9 @@ does not pay for the router, the cache stores and the embedding chain.
 
 from __future__ import annotations
 
-import importlib as _importlib
-from typing import TYPE_CHECKING as _TYPE_CHECKING, Any as _Any
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+
+from simone.runtime._lifecycle import lazy_face as _lazy_face
 
 if _TYPE_CHECKING:
     from simone.runtime import ranking as ranking, text as text
@@ -126,6 +127,7 @@ if _TYPE_CHECKING:
         JSONTooDeep as JSONTooDeep,
         loads_untrusted as loads_untrusted,
     )
+    from simone.runtime._lifecycle import AsyncResource as AsyncResource, lazy_face as lazy_face
     from simone.runtime._owner_only import (
         SQLITE_SIDECARS as SQLITE_SIDECARS,
         exposure as exposure,
@@ -152,6 +154,7 @@ if _TYPE_CHECKING:
 __all__ = (
     "AccessDenied",
     "AgentSettings",
+    "AsyncResource",
     "BudgetExceeded",
     "BudgetReport",
     "CONTAINMENT_VERSION",
@@ -242,6 +245,7 @@ __all__ = (
     "evidence_id",
     "exposure",
     "find_instruction_like",
+    "lazy_face",
     "load_settings",
     "loads_untrusted",
     "owner_only_dir",
@@ -302,6 +306,7 @@ _HOMES: dict[str, str] = {
     "InstructionFlag": "simone.runtime._containment",
     "InvalidRequest": "simone.runtime._errors",
     "InvalidResponse": "simone.runtime._errors",
+    "AsyncResource": "simone.runtime._lifecycle",
     "JSONTooDeep": "simone.runtime._json",
     "LexicalSettings": "simone.runtime._config",
     "MAX_JSON_DEPTH": "simone.runtime._json",
@@ -356,6 +361,7 @@ _HOMES: dict[str, str] = {
     "evidence_id": "simone.runtime._contracts",
     "exposure": "simone.runtime._owner_only",
     "find_instruction_like": "simone.runtime._containment",
+    "lazy_face": "simone.runtime._lifecycle",
     "load_settings": "simone.runtime._config",
     "loads_untrusted": "simone.runtime._json",
     "owner_only_dir": "simone.runtime._owner_only",
@@ -379,15 +385,4 @@ _HOMES: dict[str, str] = {
 itself."""
 
 
-def __getattr__(name: str) -> _Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module = _importlib.import_module(home)
-    value = module if home == f"{__name__}.{name}" else getattr(module, name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = _lazy_face(__name__, _HOMES, __all__, globals())
