@@ -5,8 +5,10 @@ The developer's entry point is :class:`Runtime`::
     async with Runtime.open(load_settings()) as runtime:
         answer = await runtime.ask({"actor": "alice"}, "How does simone fuse rankings?")
 
-The MCP server lives in ``simone.agents._mcp`` (``simone mcp``) so that importing this package does not
-import the MCP SDK.
+Three sub-packages hold what is built on the core, each with its own face: :mod:`simone.agents.mcp`
+(the tools over MCP: ``simone mcp``'s stdio server), :mod:`simone.agents.serve` (``simone serve``: HTTP,
+the gate, tokens) and :mod:`simone.agents.cli` (the ``simone`` command); importing this package imports
+none of them, nor the MCP SDK.
 
 Importing the package is cheap: each name is imported from its module the first time it is used
 (PEP 562), so ``simone --help`` (whose parser lives in ``simone.agents.cli``) pays for none of them.
@@ -14,8 +16,9 @@ Importing the package is cheap: each name is imported from its module the first 
 
 from __future__ import annotations
 
-import importlib as _importlib
-from typing import TYPE_CHECKING as _TYPE_CHECKING, Any as _Any
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+
+from simone.runtime import lazy_face as _lazy_face
 
 if _TYPE_CHECKING:
     from simone.agents._admission import (
@@ -52,29 +55,20 @@ if _TYPE_CHECKING:
     from simone.agents._loop import (
         LoopLimits as LoopLimits,
         LoopOutcome as LoopOutcome,
-        render_tool_result as render_tool_result,
         run_tool_loop as run_tool_loop,
     )
     from simone.agents._openai_chat import OpenAIChatModel as OpenAIChatModel
     from simone.agents._orchestrator import Orchestrator as Orchestrator
-    from simone.agents._providers import BUILTIN_FACTORIES as BUILTIN_FACTORIES
     from simone.agents._research import (
         WorkflowResearchRunner as WorkflowResearchRunner,
-        open_web_research as open_web_research,
-        web_configured as web_configured,
+        research_runner as research_runner,
     )
-    from simone.agents._runtime import (
-        Runtime as Runtime,
-        ToolData as ToolData,
-        bundled_docs as bundled_docs,
-        memory_tools as memory_tools,
-    )
+    from simone.agents._runtime import Runtime as Runtime, bundled_docs as bundled_docs
     from simone.agents._session import (
         ChildGroup as ChildGroup,
         ChildHandle as ChildHandle,
         ResearchCaps as ResearchCaps,
         ResearchRunner as ResearchRunner,
-        ResearchSpend as ResearchSpend,
         Session as Session,
         child_budget as child_budget,
     )
@@ -85,6 +79,7 @@ if _TYPE_CHECKING:
         StepRecord as StepRecord,
         finalize as finalize,
     )
+    from simone.agents._tool_text import render_tool_result as render_tool_result
     from simone.agents._tools import (
         ORCHESTRATOR as ORCHESTRATOR,
         RESEARCHER as RESEARCHER,
@@ -94,13 +89,12 @@ if _TYPE_CHECKING:
         ToolRegistry as ToolRegistry,
         UnknownTool as UnknownTool,
     )
-    from simone.workflows.research import DEPTH_PRESETS as DEPTH_PRESETS
+    from simone.workflows.research import DEPTH_PRESETS as DEPTH_PRESETS, ResearchLimits as ResearchLimits
 
 __all__ = (
     "AdmissionRefused",
     "AgentProfile",
     "Answer",
-    "BUILTIN_FACTORIES",
     "Budget",
     "BudgetLedger",
     "BudgetUse",
@@ -123,8 +117,8 @@ __all__ = (
     "RESEARCHER",
     "ResearchArgs",
     "ResearchCaps",
+    "ResearchLimits",
     "ResearchRunner",
-    "ResearchSpend",
     "RetrieveContextArgs",
     "RetrieveMemoryArgs",
     "Runtime",
@@ -133,7 +127,6 @@ __all__ = (
     "Tool",
     "ToolCall",
     "ToolContext",
-    "ToolData",
     "ToolRegistry",
     "ToolSpec",
     "UnknownTool",
@@ -145,13 +138,11 @@ __all__ = (
     "child_budget",
     "derive",
     "finalize",
-    "memory_tools",
     "neutralise",
-    "open_web_research",
     "render_evidence",
     "render_tool_result",
+    "research_runner",
     "run_tool_loop",
-    "web_configured",
 )
 
 
@@ -179,23 +170,18 @@ _HOMES: dict[str, str] = {
     "render_evidence": "simone.agents._evidence",
     "LoopLimits": "simone.agents._loop",
     "LoopOutcome": "simone.agents._loop",
-    "render_tool_result": "simone.agents._loop",
+    "render_tool_result": "simone.agents._tool_text",
+    "research_runner": "simone.agents._research",
     "run_tool_loop": "simone.agents._loop",
     "OpenAIChatModel": "simone.agents._openai_chat",
     "Orchestrator": "simone.agents._orchestrator",
-    "BUILTIN_FACTORIES": "simone.agents._providers",
     "WorkflowResearchRunner": "simone.agents._research",
-    "open_web_research": "simone.agents._research",
-    "web_configured": "simone.agents._research",
     "Runtime": "simone.agents._runtime",
-    "ToolData": "simone.agents._runtime",
     "bundled_docs": "simone.agents._runtime",
-    "memory_tools": "simone.agents._runtime",
     "ChildGroup": "simone.agents._session",
     "ChildHandle": "simone.agents._session",
     "ResearchCaps": "simone.agents._session",
     "ResearchRunner": "simone.agents._session",
-    "ResearchSpend": "simone.agents._session",
     "Session": "simone.agents._session",
     "child_budget": "simone.agents._session",
     "Answer": "simone.agents._synthesis",
@@ -211,19 +197,8 @@ _HOMES: dict[str, str] = {
     "ToolRegistry": "simone.agents._tools",
     "UnknownTool": "simone.agents._tools",
     "DEPTH_PRESETS": "simone.workflows.research",
+    "ResearchLimits": "simone.workflows.research",
 }
-"""Where each exported name lives (imported on first use by :func:`__getattr__`)."""
+"""Where each exported name lives (imported on first use by ``__getattr__``)."""
 
-
-def __getattr__(name: str) -> _Any:
-    """Import an exported name from its module on first use (and keep it on the package)."""
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(_importlib.import_module(home), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = _lazy_face(__name__, _HOMES, __all__, globals())

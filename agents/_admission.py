@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from simone.runtime import Caller, InvalidRequest, ScopeViolation, TrustedContext
+from simone.runtime import Caller, InvalidRequest, ScopeViolation, TrustedContext, describe_validation_error
 
 
 class AdmissionRefused(InvalidRequest):
@@ -75,9 +75,7 @@ def admit(
         try:
             event = Event.model_validate(dict(event))
         except ValidationError as exc:
-            reasons = "; ".join(
-                f"{'.'.join(str(p) for p in err['loc']) or 'event'}: {err['msg']}" for err in exc.errors()
-            )
+            reasons = describe_validation_error(exc, limit=None, root="event")
             raise AdmissionRefused(f"the event cannot be admitted: {reasons}") from exc
     if event.actor is None or not event.actor.strip():
         raise AdmissionRefused(
@@ -102,7 +100,8 @@ def admit(
             token_budget=token_budget,
         )
     except ValidationError as exc:
-        raise AdmissionRefused(f"the event cannot be admitted: {exc.errors()[0]['msg']}") from exc
+        reasons = describe_validation_error(exc, limit=None, root="event")
+        raise AdmissionRefused(f"the event cannot be admitted: {reasons}") from exc
 
 
 def derive(

@@ -12,12 +12,13 @@ import time
 from collections.abc import Callable
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 from simone.runtime import BudgetExceeded
+from simone.workflows.research import ResearchLimits, lowest
 
 
-class Budget(BaseModel):
-    """What a session may spend.
+class Budget(ResearchLimits):
+    """What a session may spend: its research limits, wall time and concurrent children.
 
     Attributes:
         tokens: evidence and model tokens.
@@ -27,8 +28,6 @@ class Budget(BaseModel):
         max_children: children running at the same time.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
     tokens: Annotated[int, Field(ge=0)] = 16_000
     queries: Annotated[int, Field(ge=0)] = 12
     fetches: Annotated[int, Field(ge=0)] = 10
@@ -36,19 +35,21 @@ class Budget(BaseModel):
     max_children: Annotated[int, Field(ge=0)] = 3
 
 
-class BudgetUse(BaseModel):
-    """What a session has spent so far (and what is reserved for running children)."""
+class BudgetUse(ResearchLimits):
+    """What a session has spent so far (its tokens, queries and fetches), and what running children hold."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    tokens: int = 0
-    queries: int = 0
-    fetches: int = 0
     elapsed_s: float = 0.0
     children_started: int = 0
-    reserved_tokens: int = 0
-    reserved_queries: int = 0
-    reserved_fetches: int = 0
+    reserved: ResearchLimits = ResearchLimits()
+    """The allotments of the children still running (returned or charged when each ends)."""
+
+
+def _plus(a: ResearchLimits, b: ResearchLimits, sign: int = 1) -> ResearchLimits:
+    return ResearchLimits(
+        queries=a.queries + sign * b.queries,
+        fetches=a.fetches + sign * b.fetches,
+        tokens=a.tokens + sign * b.tokens,
+    )
 
 
 class BudgetLedger:
@@ -63,12 +64,10 @@ class BudgetLedger:
         self.budget = budget
         self._clock = clock
         self._started = clock()
-        self.tokens = 0
-        self.queries = 0
-        self.fetches = 0
+        self.spent = ResearchLimits()
         self.children_active = 0
         self.children_started = 0
-        self._reserved = [0, 0, 0]
+        self._reserved = ResearchLimits()
 
     # -- what is left -------------------------------------------------------------------------
     def elapsed_s(self) -> float:
@@ -81,10 +80,11 @@ class BudgetLedger:
 
     def available(self) -> Budget:
         """What is left to spend or carve (tokens, queries and fetches net of reservations)."""
+        held = _plus(self.spent, self._reserved)
         return Budget(
-            tokens=max(0, self.budget.tokens - self.tokens - self._reserved[0]),
-            queries=max(0, self.budget.queries - self.queries - self._reserved[1]),
-            fetches=max(0, self.budget.fetches - self.fetches - self._reserved[2]),
+            tokens=max(0, self.budget.tokens - held.tokens),
+            queries=max(0, self.budget.queries - held.queries),
+            fetches=max(0, self.budget.fetches - held.fetches),
             wall_s=max(1e-3, self.remaining_wall_s()),
             max_children=self.budget.max_children,
         )
@@ -92,14 +92,12 @@ class BudgetLedger:
     def use(self) -> BudgetUse:
         """A snapshot of what was spent and reserved."""
         return BudgetUse(
-            tokens=self.tokens,
-            queries=self.queries,
-            fetches=self.fetches,
+            tokens=self.spent.tokens,
+            queries=self.spent.queries,
+            fetches=self.spent.fetches,
             elapsed_s=round(self.elapsed_s(), 4),
             children_started=self.children_started,
-            reserved_tokens=self._reserved[0],
-            reserved_queries=self._reserved[1],
-            reserved_fetches=self._reserved[2],
+            reserved=self._reserved,
         )
 
     # -- spending -----------------------------------------------------------------------------
@@ -125,9 +123,7 @@ class BudgetLedger:
             over.append(f"wall time: {self.budget.wall_s:g}s spent")
         if over:
             raise BudgetExceeded("the session's budget is exhausted (" + "; ".join(over) + ")")
-        self.tokens += tokens
-        self.queries += queries
-        self.fetches += fetches
+        self.spent = _plus(self.spent, ResearchLimits(queries=queries, fetches=fetches, tokens=tokens))
 
     def carve(self, wanted: Budget) -> Budget:
         """Reserve a child's allotment: ``wanted``, lowered to what is left.
@@ -143,16 +139,13 @@ class BudgetLedger:
         left = self.available()
         if self.remaining_wall_s() <= 0:
             raise BudgetExceeded(f"the session's wall time of {self.budget.wall_s:g}s is spent")
-        child = Budget(
-            tokens=min(wanted.tokens, left.tokens),
-            queries=min(wanted.queries, left.queries),
-            fetches=min(wanted.fetches, left.fetches),
-            wall_s=min(wanted.wall_s, self.remaining_wall_s()),
-            max_children=min(wanted.max_children, left.max_children),
+        child = lowest(wanted, left).model_copy(
+            update={
+                "wall_s": min(wanted.wall_s, self.remaining_wall_s()),
+                "max_children": min(wanted.max_children, left.max_children),
+            }
         )
-        self._reserved[0] += child.tokens
-        self._reserved[1] += child.queries
-        self._reserved[2] += child.fetches
+        self._reserved = _plus(self._reserved, child)
         self.children_active += 1
         self.children_started += 1
         return child
@@ -161,10 +154,6 @@ class BudgetLedger:
         """A child ended: release its reservation and charge what it really used (never more)."""
         if isinstance(used, BudgetLedger):
             used = used.use()
-        self._reserved[0] -= carved.tokens
-        self._reserved[1] -= carved.queries
-        self._reserved[2] -= carved.fetches
-        self.tokens += min(used.tokens, carved.tokens)
-        self.queries += min(used.queries, carved.queries)
-        self.fetches += min(used.fetches, carved.fetches)
+        self._reserved = _plus(self._reserved, carved, -1)
+        self.spent = _plus(self.spent, lowest(used.limits(), carved))
         self.children_active -= 1

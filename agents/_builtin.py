@@ -27,7 +27,7 @@ from simone.runtime import (
     SearchMode,
     web_not_configured,
 )
-from simone.workflows.research import MAX_QUESTION_CHARS, WebResearchResult, depth_preset
+from simone.workflows.research import MAX_QUESTION_CHARS, WebResearchResult, depth_preset, lowest
 from simone.workflows.retrieval import SelectionDecision, SelectionPolicy, retrieve, select
 
 
@@ -168,21 +168,9 @@ def _charge(tool_context: ToolContext, result: RetrievalResult) -> None:
         tool_context.ledger.charge(tokens=result.budget.used_tokens)
 
 
-def builtin_tools(
-    router: Router,
-    *,
-    policy: SelectionPolicy | None = None,
-    research: ResearchRunner | None = None,
-    max_query_chars: int = MAX_QUERY_CHARS,
-    child_wall_s: float = 60.0,
-) -> list[Tool[BaseModel]]:
-    """The built-in tools over ``router`` (retrieval) and ``research`` (the researcher's web research).
-
-    ``max_query_chars`` is the longest query the retrieval tools' argument models accept (the runtime
-    passes ``router.max_query_chars``); ``child_wall_s`` is the wall time of a researcher child spawned
-    by ``delegate_research``.
-    """
-
+def _retrieve_context(
+    router: Router, policy: SelectionPolicy | None, max_query_chars: int
+) -> Tool[BaseModel]:
     async def retrieve_context(tool_context: ToolContext, args: RetrieveContextArgs) -> RetrievalResult:
         request = RetrievalRequest.create(
             args.query,
@@ -199,6 +187,18 @@ def builtin_tools(
         _charge(tool_context, result)
         return result
 
+    return Tool(
+        name="retrieve_context",
+        description=(
+            "Find evidence for a query in memory and the indexed documents (providers chosen by the "
+            "selection policy; web search is only for the researcher). Returns numbered evidence."
+        ),
+        args=with_query_limit(RetrieveContextArgs, max_query_chars),
+        handler=retrieve_context,  # type: ignore[arg-type]
+    )
+
+
+def _retrieve_memory(router: Router, policy: SelectionPolicy | None, max_query_chars: int) -> Tool[BaseModel]:
     async def retrieve_memory(tool_context: ToolContext, args: RetrieveMemoryArgs) -> RetrievalResult:
         names = tuple(
             name
@@ -220,6 +220,15 @@ def builtin_tools(
         _charge(tool_context, result)
         return result
 
+    return Tool(
+        name="retrieve_memory",
+        description="Search only the actor's structured and session memory.",
+        args=with_query_limit(RetrieveMemoryArgs, max_query_chars),
+        handler=retrieve_memory,  # type: ignore[arg-type]
+    )
+
+
+def _delegate_research(child_wall_s: float) -> Tool[BaseModel]:
     async def delegate_research(tool_context: ToolContext, args: ResearchArgs) -> WebResearchResult:
         session = tool_context.session
         if not isinstance(session, Session):
@@ -231,74 +240,66 @@ def builtin_tools(
             args.question, depth=args.depth, budget=wanted, freshness=args.freshness
         )
 
+    return Tool(
+        name="delegate_research",
+        description=(
+            "Ask a researcher child session to research a current or source-backed question on the web "
+            "within a bounded budget; returns cited web evidence and a confidence."
+        ),
+        args=ResearchArgs,
+        handler=delegate_research,  # type: ignore[arg-type]
+    )
+
+
+def _web_research(research: ResearchRunner | None) -> Tool[BaseModel]:
     async def web_research(tool_context: ToolContext, args: ResearchArgs) -> WebResearchResult:
         if research is None:
             raise ProviderNotConfigured(web_not_configured(), provider="web-search")
-        preset = depth_preset(args.depth)
-        queries, fetches, tokens = preset.queries, preset.fetches, preset.context_tokens
-        if args.max_queries is not None:
-            queries = min(queries, args.max_queries)
-        if args.max_fetches is not None:
-            fetches = min(fetches, args.max_fetches)
-        tokens = min(tokens, tool_context.context.token_budget)
-        wall = tool_context.context.remaining_s() or 60.0
         ledger = tool_context.ledger
-        if ledger is not None:
-            left = ledger.available()
-            queries, fetches, tokens = (
-                min(queries, left.queries),
-                min(fetches, left.fetches),
-                min(tokens, left.tokens),
-            )
+        left = ledger.available() if ledger is not None else None
+        asked = {
+            "queries": args.max_queries,
+            "fetches": args.max_fetches,
+            "tokens": tool_context.context.token_budget,
+        }
+        limits = lowest(depth_preset(args.depth).limits(), asked, left)
+        wall = tool_context.context.remaining_s() or 60.0
+        if left is not None:
             wall = min(wall, left.wall_s)
         caps = ResearchCaps(
-            depth=args.depth,
-            max_queries=queries,
-            max_fetches=fetches,
-            max_context_tokens=tokens,
-            wall_s=max(wall, 1e-3),
-            freshness=args.freshness,
+            **limits.model_dump(), depth=args.depth, wall_s=max(wall, 1e-3), freshness=args.freshness
         )
         result = await research.run(args.question, tool_context.context, caps)
         if ledger is not None:
-            spent = research.spend(result)
-            ledger.charge(
-                tokens=min(spent.tokens, caps.max_context_tokens),
-                queries=min(spent.queries, caps.max_queries),
-                fetches=min(spent.fetches, caps.max_fetches),
-            )
+            spent = lowest(research.spend(result), caps)
+            ledger.charge(tokens=spent.tokens, queries=spent.queries, fetches=spent.fetches)
         return result
 
-    tools: list[Tool[BaseModel]] = [
-        Tool(
-            name="retrieve_context",
-            description=(
-                "Find evidence for a query in memory and the indexed documents (providers chosen by the "
-                "selection policy; web search is only for the researcher). Returns numbered evidence."
-            ),
-            args=with_query_limit(RetrieveContextArgs, max_query_chars),
-            handler=retrieve_context,  # type: ignore[arg-type]
-        ),
-        Tool(
-            name="retrieve_memory",
-            description="Search only the actor's structured and session memory.",
-            args=with_query_limit(RetrieveMemoryArgs, max_query_chars),
-            handler=retrieve_memory,  # type: ignore[arg-type]
-        ),
-        Tool(
-            name="delegate_research",
-            description=(
-                "Ask a researcher child session to research a current or source-backed question on the web "
-                "within a bounded budget; returns cited web evidence and a confidence."
-            ),
-            args=ResearchArgs,
-            handler=delegate_research,  # type: ignore[arg-type]
-        ),
-        Tool(
-            name="web_research",
-            description="Bounded web research (search, fetch, extract, pack) — researcher only.",
-            args=ResearchArgs,
-            handler=web_research,  # type: ignore[arg-type]
-        ),
+    return Tool(
+        name="web_research",
+        description="Bounded web research (search, fetch, extract, pack) — researcher only.",
+        args=ResearchArgs,
+        handler=web_research,  # type: ignore[arg-type]
+    )
+
+
+def builtin_tools(
+    router: Router,
+    *,
+    policy: SelectionPolicy | None = None,
+    research: ResearchRunner | None = None,
+    max_query_chars: int = MAX_QUERY_CHARS,
+    child_wall_s: float = 60.0,
+) -> list[Tool[BaseModel]]:
+    """The built-in tools over ``router`` (retrieval) and ``research`` (the researcher's web research).
+
+    ``max_query_chars`` is the longest query the retrieval tools' argument models accept (the runtime
+    passes ``router.max_query_chars``); ``child_wall_s`` is the wall time of a researcher child spawned
+    by ``delegate_research``.
+    """
+    return [
+        _retrieve_context(router, policy, max_query_chars),
+        _retrieve_memory(router, policy, max_query_chars),
+        _delegate_research(child_wall_s),
+        _web_research(research),
     ]
-    return tools

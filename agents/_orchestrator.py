@@ -27,7 +27,6 @@ from simone.runtime import (
     WEB_BACKEND_HINT,
     BudgetExceeded,
     Depth,
-    DepthName,
     Evidence,
     ProviderError,
     ProviderKind,
@@ -122,7 +121,7 @@ class Orchestrator:
         limits: LoopLimits | None = None,
         min_coverage: float = 0.5,
         confidence_floor: float = 0.35,
-        depth: Depth | DepthName = Depth.STANDARD,
+        depth: Depth | str = Depth.STANDARD,
     ) -> None:
         self.model = model
         self.extractive = extractive or ExtractiveModel()

@@ -1,19 +1,19 @@
 """Web research for researcher sessions: the research workflow behind the :class:`ResearchRunner` protocol.
 
-:func:`open_web_research` opens the web layer the settings describe (backends, safe fetcher, cache)
-and returns a runner over the web-research workflow plus the researcher-only web provider for the
-router — or ``None`` when no search backend is configured, so callers can say so plainly.
+The web factory (``simone.providers.web``) opens the web layer when a search backend is configured
+and publishes it (:data:`~simone.providers.web.WEB_STACK`); :func:`research_runner` builds the runner
+over the web-research workflow from it — or returns ``None`` when nothing published a web layer, so
+callers can say plainly that web research is not configured.
 """
 
 from __future__ import annotations
 
 import time
-from contextlib import AsyncExitStack
-from typing import Any
 
-from simone.agents._session import ResearchCaps, ResearchSpend
-from simone.runtime import Caller, InvalidResponse, Provider, Settings, TrustedContext, WebSettings
+from simone.agents._session import ResearchCaps
+from simone.runtime import Caller, InvalidResponse, Published, TrustedContext, WebSettings
 from simone.workflows.research import (
+    ResearchLimits,
     ResearchStatus,
     StopReason,
     WebResearch,
@@ -22,12 +22,6 @@ from simone.workflows.research import (
     critique,
     resolve_budget,
 )
-
-
-def web_configured(settings: Settings) -> bool:
-    """Whether any search backend is configured (a URL for SearXNG, a key for Brave or Tavily)."""
-    web = settings.web
-    return bool(web.backends or web.searxng_url or web.brave_api_key or web.tavily_api_key)
 
 
 class WorkflowResearchRunner:
@@ -46,15 +40,15 @@ class WorkflowResearchRunner:
         return WebResearchRequest.create(
             question,
             depth=caps.depth,
-            max_queries=max(1, caps.max_queries),
-            max_fetches=caps.max_fetches,
-            max_context_tokens=max(1, caps.max_context_tokens),
+            max_queries=max(1, caps.queries),
+            max_fetches=caps.fetches,
+            max_context_tokens=max(1, caps.tokens),
             freshness=caps.freshness,
         )
 
     async def run(self, question: str, context: TrustedContext, caps: ResearchCaps) -> WebResearchResult:
         """Research ``question`` for the researcher ``context`` within ``caps``."""
-        if caps.max_queries < 1 or caps.max_context_tokens < 1:
+        if caps.queries < 1 or caps.tokens < 1:
             return self.interrupted(
                 question, caps, "the researcher's budget had no search queries or tokens left"
             )
@@ -66,7 +60,7 @@ class WorkflowResearchRunner:
     def interrupted(self, question: str, caps: ResearchCaps, reason: str) -> WebResearchResult:
         """A ``budget_exhausted`` result for a run stopped before it could finish (nothing invented)."""
         request = self._request(question, caps)
-        budget = resolve_budget(request, self.settings, context_tokens=max(1, caps.max_context_tokens))
+        budget = resolve_budget(request, self.settings, context_tokens=max(1, caps.tokens))
         confidence = critique(
             question,
             [],
@@ -86,34 +80,18 @@ class WorkflowResearchRunner:
             limitations=[reason + "; no web evidence was gathered"],
         )
 
-    def spend(self, result: WebResearchResult) -> ResearchSpend:
+    def spend(self, result: WebResearchResult) -> ResearchLimits:
         """What a WebResearchResult says it used."""
         if not isinstance(result, WebResearchResult):  # a runtime guard for untyped callers
             raise InvalidResponse(
                 f"the research runner returned {type(result).__name__}, not a WebResearchResult"
             )
-        return ResearchSpend(
-            queries=result.budget.queries_used,
-            fetches=result.budget.fetches_used,
-            tokens=result.budget.used_tokens,
-        )
+        return result.budget.used()
 
 
-async def open_web_research(
-    settings: Settings,
-    stack: AsyncExitStack,
-    **web_options: Any,
-) -> tuple[WorkflowResearchRunner, Provider] | None:
-    """The research runner and the web provider the settings describe, or ``None`` without a backend.
+def research_runner(published: Published, settings: WebSettings) -> WorkflowResearchRunner | None:
+    """A runner over the web layer a factory published (:data:`~simone.providers.web.WEB_STACK`), if any."""
+    from simone.providers.web import WEB_STACK
 
-    ``web_options`` go to :func:`~simone.providers.web.open_web` (``transport``, ``resolver``,
-    ``clock``, ``cache_dir``) — tests use them to reach a loopback web.
-    """
-    if not web_configured(settings):
-        return None
-    from simone.providers.web import open_web
-
-    web = await stack.enter_async_context(open_web(settings, **web_options))
-    runner = WorkflowResearchRunner(WebResearch.from_stack(web), settings.web)
-    provider: Provider = web.provider()
-    return runner, provider
+    web = published.get(WEB_STACK)
+    return None if web is None else WorkflowResearchRunner(WebResearch.from_stack(web), settings)

@@ -7,20 +7,22 @@
         answer = await runtime.ask(context, "How does simone fuse rankings?")
         print(answer.render())
 
-It opens every provider factory the settings enable (:data:`~simone.runtime.PROVIDER_FACTORIES`: the
-document index, the memory store and — when a search backend is configured — the web research pieces,
-plus any registered provider of your own), registers their providers with one router and their tools
-with one registry, and serves ``admit``, ``retrieve``, ``research`` and ``ask``. Every part can be
-swapped: pass your own providers, factories, policy, chat model or research runner.
+It opens, in one loop, every provider factory the settings enable (:data:`~simone.runtime.PROVIDER_FACTORIES`:
+the built-in packages' factories, which :func:`~simone.providers.discover_provider_packages` registers
+— the document index, memory and, with a search backend, the web — and any registered provider of your
+own), registers their providers with one router and their tools with one registry, keeps what they
+publish in :attr:`Runtime.published` (typed keys), and serves ``admit``, ``retrieve``, ``research`` and
+``ask``. Every part can be swapped: pass your own providers, factories, policy, chat model or research
+runner.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from contextlib import AsyncExitStack
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import httpx
 from pydantic import BaseModel
@@ -31,14 +33,7 @@ from simone.agents._chat import ChatModel
 from simone.agents._loop import LoopLimits
 from simone.agents._openai_chat import OpenAIChatModel
 from simone.agents._orchestrator import Orchestrator
-from simone.agents._providers import (
-    LazyDocuments,
-    discover_provider_packages,
-    documents_of,
-    lazy_documents_of,
-    memory_store_of,
-    research_of,
-)
+from simone.agents._research import research_runner
 from simone.agents._session import ResearchRunner, Session, child_budget, research_result
 from simone.agents._synthesis import Answer, ExtractiveModel
 from simone.agents._tools import (
@@ -50,16 +45,18 @@ from simone.agents._tools import (
     ToolHandler,
     ToolRegistry,
 )
+from simone.providers import discover_provider_packages
 from simone.runtime import (
     PROVIDER_FACTORIES,
     Caller,
     ConfigError,
     Depth,
-    DepthName,
     InvalidRequest,
+    Prepare,
     Provider,
     ProviderRegistry,
     ProviderSetup,
+    Published,
     RetrievalResult,
     Router,
     Settings,
@@ -70,40 +67,6 @@ from simone.runtime.text import Analyzer
 from simone.workflows.research import WebResearchResult
 from simone.workflows.retrieval import SelectionPolicy, retrieve
 
-if TYPE_CHECKING:
-    from simone.agents._providers import RuntimeMemoryStore
-    from simone.providers.documents import DocumentIndex
-    from simone.providers.memory import MemoryStore
-
-
-class ToolData(BaseModel):
-    """A tool result that is plain JSON data (the memory tools' results)."""
-
-    tool: str
-    data: dict[str, Any]
-
-
-def memory_tools(store: MemoryStore) -> list[Tool[Any]]:
-    """The memory tools of ``simone.providers.memory`` as registry tools (group ``memory``) over ``store``."""
-    from simone.providers.memory import MEMORY_TOOLS
-
-    tools: list[Tool[Any]] = []
-    for spec in MEMORY_TOOLS:
-
-        async def handler(tool_context: ToolContext, args: Any, _spec: Any = spec) -> ToolData:
-            return ToolData(tool=_spec.name, data=await _spec.function(store, tool_context.context, args))
-
-        tools.append(
-            Tool(
-                name=spec.name,
-                description=spec.description,
-                args=spec.args_model,
-                handler=handler,
-                group="memory",
-            )
-        )
-    return tools
-
 
 def bundled_docs() -> Path | None:
     """The handbook of simone (``simone.agents.handbook``, shipped in the wheel): the sample documents."""
@@ -111,20 +74,19 @@ def bundled_docs() -> Path | None:
     return here if here.is_dir() and any(here.glob("*.md")) else None
 
 
-def _opening_first(registry: ToolRegistry, lazy: LazyDocuments) -> ToolRegistry:
-    """``registry``'s tools, each opening the lazily opened document index (and model) before it runs.
+def _prepared_first(registry: ToolRegistry, prepare: Sequence[Prepare]) -> ToolRegistry:
+    """``registry``'s tools, each awaiting the factories' ``prepare`` hooks before it runs.
 
-    The open happens outside the router's per-provider deadline, so a first call that has to load
-    LanceDB and the model waits for them instead of recording the documents provider as timed out.
-    An open that fails is left to the provider, which reports it as its own failure.
+    The hooks run outside the router's per-provider deadline, so a first call that has to open a lazily
+    opened index (LanceDB and the model) waits for it instead of recording the provider as timed out.
+    A hook reports its own failures through its provider (the documents one swallows its open error,
+    which the provider raises again as its failure).
     """
 
     def opening(handler: ToolHandler[Any]) -> ToolHandler[Any]:
         async def run(tool_context: ToolContext, args: Any) -> BaseModel:
-            try:
-                await lazy.open()
-            except Exception:  # noqa: BLE001 - the documents provider raises it again as its failure
-                pass
+            for hook in prepare:
+                await hook()
             return await handler(tool_context, args)
 
         return run
@@ -136,6 +98,16 @@ def _opening_first(registry: ToolRegistry, lazy: LazyDocuments) -> ToolRegistry:
     return opened
 
 
+@dataclass
+class _Opened:
+    """What the factories opened, gathered for the router and the tool registry."""
+
+    providers: list[Provider] = field(default_factory=list)
+    tools: list[Tool[Any]] = field(default_factory=list)
+    prepare: list[Prepare] = field(default_factory=list)
+    rules: list[Mapping[str, Any]] = field(default_factory=list)
+
+
 class Runtime:
     """simone's runtime: router, tools, sessions and the orchestrator, over configured stores.
 
@@ -144,10 +116,11 @@ class Runtime:
     Args:
         settings: the configuration (``load_settings()`` when omitted).
         providers: extra providers of your own (registered with the router next to the built-ins).
-        documents: open the document index from the settings (the ``index`` factory).
-        memory: open the SQLite memory from the settings (the ``memory`` factory).
-        web: set up web research from the settings (the ``web`` factory; only when a search backend is
+        documents: ``False`` skips the ``index`` section's factory (the document index).
+        memory: ``False`` skips the ``memory`` section's factory.
+        web: ``False`` skips the ``web`` section's factory (it opens only when a search backend is
             configured and no ``research`` runner is given).
+        skip: further settings sections whose factories are not opened.
         research: a research runner to use instead of the one built from the settings.
         factories: the provider factories to open (default :data:`~simone.runtime.PROVIDER_FACTORIES`:
             the built-ins and every registered one), each when its settings section enables it.
@@ -177,6 +150,7 @@ class Runtime:
         web_options: Mapping[str, Any] | None = None,
         remember_turns: bool = True,
         factories: ProviderRegistry | None = None,
+        skip: Collection[str] = (),
         provider_options: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
         self.settings = settings if settings is not None else load_settings()
@@ -184,6 +158,7 @@ class Runtime:
         self._want_documents = documents
         self._want_memory = memory
         self._want_web = web
+        self._skip = frozenset(skip)
         self.research_runner: ResearchRunner | None = research
         self.model = model
         self.policy = policy
@@ -194,8 +169,7 @@ class Runtime:
             self._options["web"] = {**self._options.get("web", {}), **web_options}
         self.remember_turns = remember_turns
         self._stack: AsyncExitStack | None = None
-        self.documents: DocumentIndex | None = None
-        self.memory_store: RuntimeMemoryStore | None = None
+        self.published = Published()
         self.router: Router | None = None
         self.registry = ToolRegistry()
         self.orchestrator: Orchestrator | None = None
@@ -217,8 +191,8 @@ class Runtime:
             await stack.aclose()
 
     def _skipped(self) -> set[str]:
-        """The built-in sections the constructor's flags turn off."""
-        skipped = set()
+        """The sections not to open: ``skip``, and those the constructor's shorthand flags turn off."""
+        skipped = set(self._skip)
         if not self._want_documents:
             skipped.add("index")
         if not self._want_memory:
@@ -229,62 +203,24 @@ class Runtime:
 
     async def _start(self, stack: AsyncExitStack) -> None:
         settings = self.settings
-        providers: list[Provider] = []
-        tools: list[Tool[Any]] = []
-        rules: list[Mapping[str, Any]] = []
-        shared: dict[str, object] = {}
-        if self._factories is None:
-            discover_provider_packages()
-        skipped = self._skipped()
-        for factory in self._factories if self._factories is not None else PROVIDER_FACTORIES:
-            if factory.section in skipped or not factory.wanted(settings):
-                continue
-            setup = ProviderSetup(
-                settings=settings,
-                section=factory.section_of(settings),
-                stack=stack,
-                options=self._options.get(factory.section, {}),
-                shared=dict(shared),
-            )
-            opened = await factory.open(setup)
-            providers += opened.providers
-            shared.update(opened.shared)
-            rules += factory.rules
-        self.documents = documents_of(shared)
-        self.memory_store = memory_store_of(shared)
-        if self.memory_store is not None:
-            tools += memory_tools(self.memory_store)
+        opened = await self._open_factories(stack)
         if self.research_runner is None:
-            self.research_runner = research_of(shared)
-        if self.model is None and settings.agents.chat_base_url and settings.agents.chat_model:
-            client = self._http
-            if client is None:
-                client = await stack.enter_async_context(httpx.AsyncClient())
-            key = settings.agents.chat_api_key
-            self.model = OpenAIChatModel(
-                client,
-                base_url=settings.agents.chat_base_url,
-                model=settings.agents.chat_model,
-                api_key=key.get_secret_value() if key is not None else None,
-                timeout_s=settings.agents.chat_timeout_s,
-                max_retries=settings.agents.chat_max_retries,
-            )
-        providers += self._extra
+            self.research_runner = research_runner(self.published, settings.web)
+        if self.model is None:
+            self.model = await self._chat_model(stack)
         router_settings = settings.router
         self.router = Router(
-            providers,
+            [*opened.providers, *self._extra],
             rrf_k=router_settings.rrf_k,
             weights=router_settings.weights,
             provider_timeout_s=router_settings.provider_timeout_s,
             max_query_chars=router_settings.max_query_chars,
             min_truncation_tokens=router_settings.min_truncation_tokens,
         )
-        if self.policy is None and (
-            settings.agents.selection_rules or rules or not settings.agents.selection_defaults
-        ):
+        rules = [*settings.agents.selection_rules, *opened.rules]
+        if self.policy is None and (rules or not settings.agents.selection_defaults):
             self.policy = SelectionPolicy.from_data(
-                [*settings.agents.selection_rules, *rules],
-                include_defaults=settings.agents.selection_defaults,
+                rules, include_defaults=settings.agents.selection_defaults
             )
         self.registry = ToolRegistry()
         self.registry.extend(
@@ -296,10 +232,9 @@ class Runtime:
                 child_wall_s=settings.agents.child_wall_s,
             )
         )
-        self.registry.extend(tools)
-        lazy = lazy_documents_of(shared)
-        if lazy is not None:
-            self.registry = _opening_first(self.registry, lazy)
+        self.registry.extend(opened.tools)
+        if opened.prepare:
+            self.registry = _prepared_first(self.registry, opened.prepare)
         self.orchestrator = Orchestrator(
             model=self.model,
             extractive=ExtractiveModel(Analyzer.from_settings(settings.lexical)),
@@ -309,6 +244,56 @@ class Runtime:
             min_coverage=settings.agents.min_coverage,
             confidence_floor=settings.web.confidence_floor,
             depth=settings.agents.research_depth,
+        )
+
+    async def _open_factories(self, stack: AsyncExitStack) -> _Opened:
+        """Open every factory the settings enable, in the registry's order; keep what they publish."""
+        if self._factories is None:
+            discover_provider_packages()
+        registry = self._factories if self._factories is not None else PROVIDER_FACTORIES
+        skipped = self._skipped()
+        self.published = Published()
+        opened = _Opened()
+        for factory in registry.ordered():
+            if factory.section in skipped or not factory.wanted(self.settings):
+                continue
+            setup = ProviderSetup(
+                settings=self.settings,
+                section=factory.section_of(self.settings),
+                stack=stack,
+                options=self._options.get(factory.section, {}),
+                published=self.published.copy(),
+            )
+            result = await factory.open(setup)
+            for key, value in result.published.items():
+                if key not in factory.publishes:
+                    raise ConfigError(
+                        f"the {factory.section!r} provider factory published {key.name!r}, which its "
+                        "publishes= does not declare"
+                    )
+                self.published.put(key, value)
+            opened.providers += result.providers
+            opened.tools += [Tool.of(tool) for tool in result.tools]
+            opened.prepare += result.prepare
+            opened.rules += factory.rules
+        return opened
+
+    async def _chat_model(self, stack: AsyncExitStack) -> ChatModel | None:
+        """The chat model the ``agents.chat_*`` settings name, or ``None`` (the extractive model answers)."""
+        agents = self.settings.agents
+        if not (agents.chat_base_url and agents.chat_model):
+            return None
+        client = self._http
+        if client is None:
+            client = await stack.enter_async_context(httpx.AsyncClient())
+        api_key = agents.chat_api_key
+        return OpenAIChatModel(
+            client,
+            base_url=agents.chat_base_url,
+            model=agents.chat_model,
+            api_key=api_key.get_secret_value() if api_key is not None else None,
+            timeout_s=agents.chat_timeout_s,
+            max_retries=agents.chat_max_retries,
         )
 
     # -- the public face ------------------------------------------------------------------------
@@ -374,17 +359,22 @@ class Runtime:
         return await retrieve(router, router.request(query, **fields), context, policy=self.policy)
 
     async def research(
-        self, context: TrustedContext, question: str, *, depth: Depth | DepthName | None = None
+        self, context: TrustedContext, question: str, *, depth: Depth | str | None = None
     ) -> WebResearchResult:
         """Bounded web research: from an orchestrator context it runs in a researcher child session.
 
         Returns the structured :class:`~simone.workflows.research.WebResearchResult`.
 
         Raises:
+            InvalidRequest: ``depth`` is not a depth's name.
             ProviderNotConfigured: no search backend is configured.
         """
         self._ready()
-        chosen = Depth(depth or self.settings.agents.research_depth)
+        try:
+            chosen = Depth(depth or self.settings.agents.research_depth)
+        except ValueError:
+            names = ", ".join(d.value for d in Depth)
+            raise InvalidRequest(f"unknown research depth {depth!r}; use one of {names}") from None
         session = self.session(context)
         if context.caller is Caller.ORCHESTRATOR:
             budget = child_budget(chosen, wall_s=self.settings.agents.child_wall_s)
@@ -403,9 +393,10 @@ class Runtime:
         if not question or not question.strip():
             raise InvalidRequest("the question is empty; ask something")
         answer = await orchestrator.answer(self.session(context), question)
-        if context.conversation is not None and self.memory_store is not None and self.remember_turns:
-            from simone.providers.memory import TurnRole
+        from simone.providers.memory import MEMORY_STORE, TurnRole
 
+        turns = self.published.get(MEMORY_STORE)
+        if context.conversation is not None and turns is not None and self.remember_turns:
             # only what the user said: an answer stored as evidence would let simone cite itself later
-            await self.memory_store.append_turn(context, TurnRole.USER, question)
+            await turns.append_turn(context, TurnRole.USER, question)
         return answer

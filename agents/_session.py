@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal, Protocol
 
 import anyio
 from anyio.abc import TaskGroup
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 from simone.agents._admission import derive
 from simone.agents._budget import Budget, BudgetLedger
 from simone.agents._tools import RESEARCHER, AgentProfile, ToolContext, ToolRegistry
@@ -25,7 +25,6 @@ from simone.runtime import (
     WEB_BACKEND_HINT,
     Caller,
     Depth,
-    DepthName,
     Freshness,
     InvalidResponse,
     ProviderNotConfigured,
@@ -34,37 +33,29 @@ from simone.runtime import (
     TrustedContext,
     web_not_configured,
 )
-from simone.workflows.research import WebResearchResult, depth_preset
+from simone.workflows.research import ResearchLimits, WebResearchResult, depth_preset, lowest
 
 
-class ResearchCaps(BaseModel):
-    """The bounds one piece of web research runs under (already clamped to the session's budget)."""
+class ResearchCaps(ResearchLimits):
+    """The bounds one piece of web research runs under (already clamped to the session's budget).
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    Its ``queries``, ``fetches`` and ``tokens`` are the research limits; ``wall_s`` is its wall time.
+    """
 
+    queries: Annotated[int, Field(ge=0)]
+    fetches: Annotated[int, Field(ge=0)]
+    tokens: Annotated[int, Field(ge=0)]
     depth: Depth = Depth.STANDARD
-    max_queries: Annotated[int, Field(ge=0)]
-    max_fetches: Annotated[int, Field(ge=0)]
-    max_context_tokens: Annotated[int, Field(ge=0)]
     wall_s: Annotated[float, Field(gt=0)]
     freshness: Freshness = Freshness.AUTO
-
-
-class ResearchSpend(BaseModel):
-    """What a piece of research reports it used (read from its result)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    queries: int = 0
-    fetches: int = 0
-    tokens: int = 0
 
 
 class ResearchRunner(Protocol):
     """Runs bounded web research for a researcher context and returns a :class:`WebResearchResult`.
 
     ``run`` must respect ``caps``; ``interrupted`` builds the ``budget_exhausted`` result of a run
-    stopped from outside (its wall time ran out); ``spend`` reads what a result used.
+    stopped from outside (its wall time ran out); ``spend`` reads what a result used (its queries,
+    fetches and tokens).
     """
 
     async def run(self, question: str, context: TrustedContext, caps: ResearchCaps) -> WebResearchResult:
@@ -75,7 +66,7 @@ class ResearchRunner(Protocol):
         """The result of a run stopped before it finished."""
         ...
 
-    def spend(self, result: WebResearchResult) -> ResearchSpend:
+    def spend(self, result: WebResearchResult) -> ResearchLimits:
         """What ``result`` says was used."""
         ...
 
@@ -167,7 +158,7 @@ class Session:
         self,
         question: str,
         *,
-        depth: Depth | DepthName = Depth.STANDARD,
+        depth: Depth | str = Depth.STANDARD,
         budget: Budget | None = None,
         freshness: Freshness = Freshness.AUTO,
     ) -> ChildHandle:
@@ -194,7 +185,7 @@ class Session:
         self,
         question: str,
         *,
-        depth: Depth | DepthName = Depth.STANDARD,
+        depth: Depth | str = Depth.STANDARD,
         budget: Budget | None = None,
         freshness: Freshness = Freshness.AUTO,
     ) -> WebResearchResult:
@@ -218,7 +209,7 @@ NOT_CONFIGURED_HINT = WEB_BACKEND_HINT
 
 
 def child_budget(
-    depth: Depth | DepthName = Depth.STANDARD,
+    depth: Depth | str = Depth.STANDARD,
     *,
     wall_s: float = 60.0,
     max_queries: int | None = None,
@@ -226,17 +217,11 @@ def child_budget(
 ) -> Budget:
     """What a researcher child asks for at ``depth`` (the parent's :meth:`BudgetLedger.carve` may lower it).
 
-    Its queries, fetches and tokens are the depth's preset (``simone.workflows.research.DEPTH_PRESETS``).
+    Its queries, fetches and tokens are the depth's preset (``simone.workflows.research.DEPTH_PRESETS``),
+    lowered to ``max_queries`` and ``max_fetches`` when they are given.
     """
-    preset = depth_preset(depth)
-    queries, fetches = preset.queries, preset.fetches
-    return Budget(
-        tokens=preset.context_tokens,
-        queries=queries if max_queries is None else min(queries, max_queries),
-        fetches=fetches if max_fetches is None else min(fetches, max_fetches),
-        wall_s=wall_s,
-        max_children=0,
-    )
+    wanted = lowest(depth_preset(depth).limits(), {"queries": max_queries, "fetches": max_fetches})
+    return Budget(**wanted.model_dump(), wall_s=wall_s, max_children=0)
 
 
 DEFAULT_CHILD_BUDGET = child_budget(Depth.STANDARD)
@@ -261,7 +246,7 @@ class ChildGroup:
         return await self._group.__aexit__(*exc_info)
 
     def spawn(
-        self, question: str, *, depth: Depth | DepthName = Depth.STANDARD, budget: Budget | None = None
+        self, question: str, *, depth: Depth | str = Depth.STANDARD, budget: Budget | None = None
     ) -> ChildHandle:
         """Start a researcher child with a budget carved from the parent's (see :meth:`Session.reserve`).
 
@@ -292,11 +277,7 @@ class ChildGroup:
         runner = parent.research
         assert runner is not None
         caps = ResearchCaps(
-            depth=handle.depth,
-            max_queries=handle.budget.queries,
-            max_fetches=handle.budget.fetches,
-            max_context_tokens=handle.budget.tokens,
-            wall_s=handle.budget.wall_s,
+            **handle.budget.limits().model_dump(), depth=handle.depth, wall_s=handle.budget.wall_s
         )
         context = derive(
             parent.context,

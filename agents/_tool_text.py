@@ -13,19 +13,27 @@ writes what a model needs instead, under the containment rules of DESIGN.md:
   read-only) with its text rendered the way memory evidence is, defused the same way;
 * anything else: its JSON, compact, marked as data.
 
-The MCP server sends this text as the call's ``content`` and the full model as ``structuredContent``.
+It is the one renderer: the chat loop (``simone ask`` with a chat model) puts this text in the tool
+message, and the MCP server sends the same text as the call's ``content`` (the full model as
+``structuredContent``), so a model reads a result the same way whatever the transport.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 from simone.agents._evidence import EvidenceLedger, neutralise, render_evidence
-from simone.agents._runtime import ToolData
-from simone.providers.memory import ChecklistItem, MemoryRecord, render
+from simone.providers.memory import (
+    ChecklistItem,
+    HitsResult,
+    MemoryRecord,
+    RecordResult,
+    RecordsResult,
+    render,
+)
 from simone.runtime import Evidence, ProviderFailure, RetrievalResult, strip_hidden
 from simone.workflows.research import WebResearchResult
 
@@ -49,8 +57,12 @@ def render_tool_result(tool_name: str, result: BaseModel, ledger: EvidenceLedger
             return _retrieval(tool_name, result, ledger)
         if isinstance(result, WebResearchResult):
             return _research(tool_name, result, ledger)
-        if isinstance(result, ToolData):
-            return _memory(tool_name, result.data)
+        if isinstance(result, RecordResult):
+            return "\n".join([f"{tool_name}: 1 record", MEMORY_NOTICE, _record(result.record)])
+        if isinstance(result, RecordsResult):
+            return _records(tool_name, [(record, None) for record in result.records])
+        if isinstance(result, HitsResult):
+            return _records(tool_name, [(hit.record, hit.score) for hit in result.hits])
     except (ValidationError, ValueError, TypeError, KeyError, AttributeError):
         pass  # an unexpected shape: the generic rendering below still carries everything
     evidence = getattr(result, "evidence", None)
@@ -101,19 +113,6 @@ def _research(name: str, result: WebResearchResult, ledger: EvidenceLedger) -> s
     lines = [" · ".join(parts), *_notes(result.limitations, result.provider_failures)]
     lines.append(render_evidence(ledger.add(result.evidence)))
     return "\n".join(lines)
-
-
-def _memory(name: str, data: Mapping[str, Any]) -> str:
-    if "record" in data:
-        record = MemoryRecord.model_validate(data["record"])
-        return "\n".join([f"{name}: 1 record", MEMORY_NOTICE, _record(record)])
-    if "records" in data:
-        records = [MemoryRecord.model_validate(raw) for raw in data["records"]]
-        return _records(name, [(record, None) for record in records])
-    if "hits" in data:
-        hits = [(MemoryRecord.model_validate(hit["record"]), float(hit["score"])) for hit in data["hits"]]
-        return _records(name, hits)
-    raise KeyError("no record, records or hits")
 
 
 def _records(name: str, records: Sequence[tuple[MemoryRecord, float | None]]) -> str:

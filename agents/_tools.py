@@ -12,12 +12,11 @@ never anything the model wrote. The providers then check the caller again: the s
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 from simone.agents._admission import TRUST_FIELDS
 from simone.agents._budget import BudgetLedger
 from simone.agents._chat import ToolSpec
@@ -27,9 +26,11 @@ from simone.runtime import (
     Caller,
     ConfigError,
     InvalidRequest,
+    InvalidResponse,
+    ProviderTool,
     ScopeViolation,
     TrustedContext,
-    loads_untrusted,
+    parse_tool_arguments,
 )
 
 ArgsT = TypeVar("ArgsT", bound=BaseModel)
@@ -115,6 +116,8 @@ class Tool(Generic[ArgsT]):
         args: the pydantic model its arguments must validate against (``extra="forbid"`` advised).
         handler: ``async (tool_context, args) -> result model``; the context is the session's.
         group: an optional group (``memory``) a profile can grant as a whole.
+        callers: the callers that may call it (empty: any caller whose profile grants it); the
+            registry refuses any other with :class:`~simone.runtime.AccessDenied`.
     """
 
     name: str
@@ -122,6 +125,30 @@ class Tool(Generic[ArgsT]):
     args: type[ArgsT]
     handler: ToolHandler[ArgsT]
     group: str | None = None
+    callers: frozenset[Caller] = frozenset()
+
+    @classmethod
+    def of(cls, tool: ProviderTool[ArgsT, Any]) -> Tool[ArgsT]:
+        """A provider factory's tool as a registry tool (its result checked against its result model)."""
+
+        async def handler(tool_context: ToolContext, args: ArgsT) -> BaseModel:
+            result: BaseModel = await tool.run(tool_context.context, args)
+            expected = isinstance(result, tool.result)  # not narrowed: the result model is a runtime value
+            if not expected:
+                raise InvalidResponse(
+                    f"the tool {tool.name!r} returned a {type(result).__name__}, not a {tool.result.__name__}",
+                    provider=tool.name,
+                )
+            return result
+
+        return cls(
+            name=tool.name,
+            description=tool.description,
+            args=tool.args,
+            handler=handler,
+            group=tool.group,
+            callers=tool.callers,
+        )
 
     def spec(self) -> ToolSpec:
         """The tool as a model sees it: its arguments' JSON schema without the ``title`` annotations.
@@ -187,6 +214,12 @@ class ToolRegistry:
             ScopeViolation: the context was admitted for another role than the profile's.
         """
         tool = self.get(name)
+        if tool.callers and context.caller not in tool.callers:
+            raise AccessDenied(
+                f"a {context.caller.value} may not call {name!r}; it is for "
+                f"{', '.join(sorted(c.value for c in tool.callers))}",
+                provider=name,
+            )
         if not profile.may_call(tool):
             raise AccessDenied(
                 f"the {profile.name} may not call {name!r}; its tools are "
@@ -207,35 +240,7 @@ class ToolRegistry:
             InvalidRequest: not JSON, not an object, or not valid for the tool.
             ScopeViolation: the arguments carry scope or role keys at any depth.
         """
-        if arguments is None or arguments == "":
-            data: object = {}
-        elif isinstance(arguments, str):
-            try:
-                data = loads_untrusted(arguments)
-            except json.JSONDecodeError as exc:
-                raise InvalidRequest(
-                    f"the arguments of {tool.name!r} are not valid JSON ({exc.msg} at {exc.pos}); "
-                    "send a JSON object"
-                ) from exc
-        else:
-            data = dict(arguments)
-        if not isinstance(data, dict):
-            raise InvalidRequest(
-                f"the arguments of {tool.name!r} must be a JSON object, not {type(data).__name__}"
-            )
-        forged = sorted(_scope_keys(data))
-        if forged:
-            raise ScopeViolation(
-                f"the call to {tool.name!r} carries scope of its own ({', '.join(forged)}); scope comes "
-                "only from the admitted context and is never taken from tool arguments"
-            )
-        try:
-            return tool.args.model_validate(data)
-        except ValidationError as exc:
-            reasons = "; ".join(
-                f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}" for err in exc.errors()
-            )
-            raise InvalidRequest(f"invalid arguments for {tool.name!r}: {reasons}") from exc
+        return parse_tool_arguments(tool.name, tool.args, arguments, forbidden=FORBIDDEN_ARGUMENT_KEYS)
 
     async def call(
         self,
@@ -292,18 +297,3 @@ def compact_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
 
 def _subschema(value: Any) -> Any:
     return compact_schema(value) if isinstance(value, Mapping) else value
-
-
-def _scope_keys(value: object, depth: int = 0) -> set[str]:
-    if depth > 32:
-        return set()
-    found: set[str] = set()
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if isinstance(key, str) and key.casefold() in FORBIDDEN_ARGUMENT_KEYS:
-                found.add(key)
-            found |= _scope_keys(item, depth + 1)
-    elif isinstance(value, list):
-        for item in value:
-            found |= _scope_keys(item, depth + 1)
-    return found

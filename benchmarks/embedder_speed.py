@@ -118,8 +118,8 @@ def main() -> int:
     )
     import anyio
 
-    anyio.run(reference.start)
-    anyio.run(optimised.start)
+    anyio.run(reference.open)
+    anyio.run(optimised.open)
     assert optimised.variant == "quantized" and reference.variant == "reference"
 
     runners = {

@@ -53,7 +53,11 @@ def measure(root: Path, *, top: int = 10) -> dict[str, object]:
                     any_names[package] += 1
                 elif isinstance(node, ast.Attribute) and node.attr == "Any":
                     any_names[package] += 1
-                elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr":
+                elif (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Name)
+                    and node.func.id == "getattr"
+                ):
                     getattrs[package] += 1
                 if isinstance(node, ast.ClassDef):
                     bases = [ast.unparse(base) for base in node.bases]
@@ -76,7 +80,9 @@ def measure(root: Path, *, top: int = 10) -> dict[str, object]:
         if name.endswith("MemoryStore") and "memory" in file
     }
     agents = sorted(
-        str(p.relative_to(root / "agents")) for p in (root / "agents").rglob("*.py") if "handbook" not in p.parts
+        str(p.relative_to(root / "agents"))
+        for p in (root / "agents").rglob("*.py")
+        if "handbook" not in p.parts
     )
     return {
         "functions": functions[:top],
@@ -121,12 +127,14 @@ def show(figures: dict[str, object]) -> None:
     )
     print("\n## memory store classes (direct bases; ancestors within the tree, transitively)")
     for name, info in figures["stores"].items():  # type: ignore[attr-defined]
-        print(f"{name} ({info['file']}): {len(info['bases'])} bases, {info['ancestors']} ancestors: {info['bases']}")
+        print(
+            f"{name} ({info['file']}): {len(info['bases'])} bases, {info['ancestors']} ancestors: {info['bases']}"
+        )
     agents = figures["agents"]
     print(f"\n## agents/ files ({len(agents)})")  # type: ignore[arg-type]
     top = [a for a in agents if "/" not in a]  # type: ignore[union-attr]
     print(f"top level ({len(top)}): {' '.join(top)}")
-    for sub in sorted({a.split('/')[0] for a in agents if "/" in a}):  # type: ignore[union-attr]
+    for sub in sorted({a.split("/")[0] for a in agents if "/" in a}):  # type: ignore[union-attr]
         files = [a.split("/", 1)[1] for a in agents if a.startswith(sub + "/")]  # type: ignore[union-attr]
         print(f"{sub}/ ({len(files)}): {' '.join(files)}")
     print("\n## duplicates pairs (product folders)")
@@ -143,13 +151,19 @@ def main() -> None:
         show(measure(root, top=args.top))
         return
     with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run(["git", "-C", str(root), "worktree", "add", "--detach", tmp, args.rev], check=True,
-                       capture_output=True)
+        subprocess.run(
+            ["git", "-C", str(root), "worktree", "add", "--detach", tmp, args.rev],
+            check=True,
+            capture_output=True,
+        )
         try:
             show(measure(Path(tmp), top=args.top))
         finally:
-            subprocess.run(["git", "-C", str(root), "worktree", "remove", "--force", tmp], check=False,
-                           capture_output=True)
+            subprocess.run(
+                ["git", "-C", str(root), "worktree", "remove", "--force", tmp],
+                check=False,
+                capture_output=True,
+            )
 
 
 if __name__ == "__main__":

@@ -160,13 +160,13 @@ class ReplayEmbedder:
         return self.real.tokenizer
 
     async def __aenter__(self) -> ReplayEmbedder:
-        await self.real.start()
+        await self.real.open()
         return self
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        await self.real.aclose()
+        await self.real.close()
 
     async def embed(
         self, texts: Sequence[str], *, kind: EmbeddingKind = "document"

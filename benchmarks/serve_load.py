@@ -48,18 +48,16 @@ from typing import Any
 
 import anyio
 import httpx
-import httpx2
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
 
 from _index_common import percentile, save  # noqa: E402
-from mcp import Client  # noqa: E402
-from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 from servers_postgres import TemporaryPostgres  # noqa: E402
 from servers_redis import RedisServer  # noqa: E402
 from servers_s3 import FAKE_CREDENTIALS, S3Server  # noqa: E402
+from simone.agents.mcp.testing import http_mcp_client, result_text, tool_call_request  # noqa: E402
 
 CODE = re.compile(r"PRJ\d{3}")
 MARK = re.compile(r"mark-(a\d+)-\d+")
@@ -90,20 +88,8 @@ def _cpu_seconds(pid: int) -> float:
     return total
 
 
-def _text(result: Any) -> str:
-    return "".join(getattr(block, "text", "") for block in result.content)
-
-
 def _rpc(url: str, token: str | None, name: str, arguments: dict[str, Any], **headers: str) -> httpx.Response:
-    head = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json", **headers}
-    if token is not None:
-        head["Authorization"] = f"Bearer {token}"
-    body = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "tools/call",
-        "params": {"name": name, "arguments": arguments},
-    }
+    head, body = tool_call_request(name, arguments, token=token, **headers)
     return httpx.post(url, headers=head, json=body, timeout=60)
 
 
@@ -175,22 +161,16 @@ async def load_phase(
     async def one(client: dict[str, Any]) -> None:
         actor, project, token = client["actor"], client["project"], client["token"]
         own_code = codes[project]
-        headers = {"Authorization": f"Bearer {token}"}
         try:
-            await session(client, own_code, actor, project, headers)
+            await session(client, own_code, actor, project, token)
         except Exception as exc:  # noqa: BLE001 - counted (a failure while closing the client), not raised
             errors.append(f"close: {type(exc).__name__}")
 
-    async def session(
-        client: dict[str, Any], own_code: str, actor: str, project: str, headers: dict[str, str]
-    ) -> None:
+    async def session(client: dict[str, Any], own_code: str, actor: str, project: str, token: str) -> None:
         nonlocal calls, misses
         async with AsyncExitStack() as stack:
-            http = await stack.enter_async_context(
-                httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(120.0))
-            )
             try:
-                mcp = await stack.enter_async_context(Client(streamable_http_client(url, http_client=http)))
+                mcp = await stack.enter_async_context(http_mcp_client(url, token, timeout_s=120.0))
             except Exception as exc:  # noqa: BLE001 - counted, not raised
                 errors.append(f"connect: {type(exc).__name__}")
                 return
@@ -214,7 +194,7 @@ async def load_phase(
                         continue
                     latencies.append((time.perf_counter() - began) * 1000)
                     calls += 1
-                    text = _text(result)
+                    text = result_text(result)
                     if result.is_error:
                         errors.append(f"{name}: {text[:120]}")
                         continue
@@ -284,34 +264,29 @@ async def attacks(url: str, tokens: dict[str, str], store: Any) -> dict[str, Any
             **{"X-Simone-Project": project},
         )
         expect(f"{token_name} token on another project", response.status_code == 403)
-    headers_alice = {"Authorization": f"Bearer {tokens['alice']}"}
-    headers_bob = {"Authorization": f"Bearer {tokens['bob']}"}
-    async with httpx2.AsyncClient(headers=headers_alice, timeout=60) as http:
-        async with Client(streamable_http_client(url, http_client=http)) as alice:
-            note = await alice.call_tool("create_note", {"title": "alice private", "body": "secret-of-alice"})
-            note_id = re.search(r"note-[0-9a-f]+", _text(note)).group(0)  # type: ignore[union-attr]
-            forged = await alice.call_tool("list_notes", {"actor": "bob"})
-            expect("scope in arguments (actor)", forged.is_error and "ScopeViolation" in _text(forged))
-            forged = await alice.call_tool("retrieve_context", {"query": "launch code", "project": "p1"})
-            expect("scope in arguments (project)", forged.is_error)
-    async with httpx2.AsyncClient(headers=headers_bob, timeout=60) as http:
-        async with Client(streamable_http_client(url, http_client=http)) as bob:
-            changed = await bob.call_tool("update_note", {"id": note_id, "body": "bob was here"})
-            expect("another actor's id: update", changed.is_error)
-            deleted = await bob.call_tool("delete_memory", {"id": note_id})
-            expect("another actor's id: delete", deleted.is_error)
-            searched = await bob.call_tool("search_notes", {"text": "alice private secret"})
-            expect("another actor's memory: search", "secret-of-alice" not in _text(searched))
-            names = {tool.name for tool in (await bob.list_tools()).tools}
-            web = await bob.call_tool("web_research", {"question": "anything"})
-            expect("orchestrator calling web_research", "web_research" not in names and web.is_error)
-    async with httpx2.AsyncClient(headers=headers_alice, timeout=60) as http:
-        async with Client(streamable_http_client(url, http_client=http)) as alice:
-            listed = _text(await alice.call_tool("list_notes", {}))
-            expect(
-                "alice's note unchanged afterwards",
-                "secret-of-alice" in listed and "bob was here" not in listed,
-            )
+    async with http_mcp_client(url, tokens["alice"], timeout_s=60) as alice:
+        note = await alice.call_tool("create_note", {"title": "alice private", "body": "secret-of-alice"})
+        note_id = re.search(r"note-[0-9a-f]+", result_text(note)).group(0)  # type: ignore[union-attr]
+        forged = await alice.call_tool("list_notes", {"actor": "bob"})
+        expect("scope in arguments (actor)", forged.is_error and "ScopeViolation" in result_text(forged))
+        forged = await alice.call_tool("retrieve_context", {"query": "launch code", "project": "p1"})
+        expect("scope in arguments (project)", forged.is_error)
+    async with http_mcp_client(url, tokens["bob"], timeout_s=60) as bob:
+        changed = await bob.call_tool("update_note", {"id": note_id, "body": "bob was here"})
+        expect("another actor's id: update", changed.is_error)
+        deleted = await bob.call_tool("delete_memory", {"id": note_id})
+        expect("another actor's id: delete", deleted.is_error)
+        searched = await bob.call_tool("search_notes", {"text": "alice private secret"})
+        expect("another actor's memory: search", "secret-of-alice" not in result_text(searched))
+        names = {tool.name for tool in (await bob.list_tools()).tools}
+        web = await bob.call_tool("web_research", {"question": "anything"})
+        expect("orchestrator calling web_research", "web_research" not in names and web.is_error)
+    async with http_mcp_client(url, tokens["alice"], timeout_s=60) as alice:
+        listed = result_text(await alice.call_tool("list_notes", {}))
+        expect(
+            "alice's note unchanged afterwards",
+            "secret-of-alice" in listed and "bob was here" not in listed,
+        )
     tried -= 1  # the last one checks the outcome, it is not an attack
     return {"tried": tried, "got_through": len(through), "through": through}
 
@@ -325,20 +300,19 @@ async def http_vs_api(url: str, token: str, settings: Any, project: str, calls: 
     api_times: list[float] = []
     async with Runtime.open(settings) as runtime:
         context = runtime.admit({"actor": "api-user", "project": project})
-        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60) as http:
-            async with Client(streamable_http_client(url, http_client=http)) as client:
-                for _ in range(3):  # warm-up both
+        async with http_mcp_client(url, token, timeout_s=60) as client:
+            for _ in range(3):  # warm-up both
+                await client.call_tool("retrieve_context", query)
+                await runtime.session(context).call("retrieve_context", query)
+            for _ in range(0, calls, 10):
+                for _ in range(10):
+                    began = time.perf_counter()
                     await client.call_tool("retrieve_context", query)
+                    http_times.append((time.perf_counter() - began) * 1000)
+                for _ in range(10):
+                    began = time.perf_counter()
                     await runtime.session(context).call("retrieve_context", query)
-                for _ in range(0, calls, 10):
-                    for _ in range(10):
-                        began = time.perf_counter()
-                        await client.call_tool("retrieve_context", query)
-                        http_times.append((time.perf_counter() - began) * 1000)
-                    for _ in range(10):
-                        began = time.perf_counter()
-                        await runtime.session(context).call("retrieve_context", query)
-                        api_times.append((time.perf_counter() - began) * 1000)
+                    api_times.append((time.perf_counter() - began) * 1000)
     http_p50, api_p50 = percentile(http_times, 0.5), percentile(api_times, 0.5)
     return {
         "calls_each": len(http_times),
@@ -384,8 +358,8 @@ def main() -> None:
             ),
         )
         os.environ.update({k: v for k, v in env.items() if k.startswith(("SIMONE_", "AWS_"))})
-        from simone.agents._token_file import FileTokenStore
         from simone.agents.cli import main as cli
+        from simone.agents.serve import FileTokenStore
         from simone.runtime import load_settings
 
         codes: dict[str, str] = {}

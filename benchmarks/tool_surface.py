@@ -8,8 +8,9 @@ Usage::
 Measured in one run, over a real runtime (the bundled handbook indexed into a temporary data folder
 by the real ONNX model, real SQLite memory):
 
-* the tool list of each profile as ``tools/list`` puts it on the wire (the MCP SDK's JSON of
-  ``name``, ``description`` and ``inputSchema``), with how many properties carry no description;
+* the tool list of each profile as ``tools/list`` puts it on the wire (the server's own
+  ``simone.agents.mcp.listed_tools`` in the MCP SDK's JSON of ``name``, ``description`` and
+  ``inputSchema``), with how many properties carry no description;
 * a typical ``retrieve_context`` result (three handbook questions) and a memory ``search_notes`` result:
   the JSON text block MCP sent before (the dumped model) beside the compact text of
   ``simone.agents._tool_text.render_tool_result`` (the text block now; the structured model still goes
@@ -38,10 +39,11 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import mcp.types as types
 from _index_common import RESULTS, save
 from pydantic import BaseModel
 from simone.agents import ORCHESTRATOR, RESEARCHER, AgentProfile, Runtime, bundled_docs
+from simone.agents.mcp import listed_tools
+from simone.providers.documents import DOCUMENT_INDEX
 from simone.providers.embeddings import load_tokenizer
 from simone.runtime import Settings
 
@@ -108,15 +110,9 @@ def _properties(schema: Any) -> tuple[int, int]:
 
 
 def tool_list(runtime: Runtime, profile: AgentProfile, count: Counter) -> dict[str, Any]:
-    """The profile's ``tools/list`` result as the MCP SDK serialises it, measured."""
+    """The profile's ``tools/list`` result (the server's own) as the MCP SDK serialises it, measured."""
     tools = runtime.registry.for_profile(profile)
-    listed = types.ListToolsResult(
-        tools=[
-            types.Tool(name=t.name, description=t.description, input_schema=t.spec().parameters)
-            for t in tools
-        ]
-    )
-    wire = listed.model_dump_json(by_alias=True, exclude_none=True)
+    wire = listed_tools(runtime, profile).model_dump_json(by_alias=True, exclude_none=True)
     props, undescribed = _properties([t.spec().parameters for t in tools])
     return {
         "tools": len(tools),
@@ -161,8 +157,7 @@ async def measure(data: Path) -> dict[str, Any]:
     if docs is None:
         raise SystemExit("simone's handbook (simone.agents.handbook) is missing: reinstall simone")
     async with Runtime(Settings(data_dir=data), web=False) as runtime:
-        assert runtime.documents is not None
-        await runtime.documents.index_paths([docs])
+        await runtime.published.require(DOCUMENT_INDEX).index_paths([docs])
         lists = {profile.name: tool_list(runtime, profile, count) for profile in (ORCHESTRATOR, RESEARCHER)}
         context = runtime.admit({"actor": "alice", "project": "handbook"})
         retrieved = [

@@ -7,10 +7,15 @@ document index.
 
 from __future__ import annotations
 
-import importlib as _importlib
-from typing import TYPE_CHECKING as _TYPE_CHECKING, Any as _Any
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+
+from simone.runtime import lazy_face as _lazy_face
 
 if _TYPE_CHECKING:
+    from simone.providers._discovery import (
+        builtin_factories as builtin_factories,
+        discover_provider_packages as discover_provider_packages,
+    )
     from simone.providers._folder import (
         FolderProvider as FolderProvider,
         Section as Section,
@@ -47,6 +52,8 @@ __all__ = (
     "SessionStore",
     "Skipped",
     "build_chain",
+    "builtin_factories",
+    "discover_provider_packages",
 )
 
 
@@ -65,18 +72,10 @@ _HOMES: dict[str, str] = {
     "SessionStore": "simone.providers.memory",
     "Skipped": "simone.providers._folder",
     "build_chain": "simone.providers.embeddings",
+    "builtin_factories": "simone.providers._discovery",
+    "discover_provider_packages": "simone.providers._discovery",
 }
 """Where each exported name lives (imported on first use by :func:`__getattr__`)."""
 
 
-def __getattr__(name: str) -> _Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(_importlib.import_module(home), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = _lazy_face(__name__, _HOMES, __all__, globals())

@@ -44,12 +44,11 @@ from simone.runtime._cache_redis import RedisStore, is_redis_url
 from simone.runtime._cache_stores import (
     CacheHealth,
     CacheStore,
-    CacheStoreError,
     DiskcacheStore,
-    MemoryStore,
+    InProcessCacheStore,
     backstop_expiry_s,
 )
-from simone.runtime._errors import ConfigError
+from simone.runtime._errors import CacheStoreError, ConfigError
 from simone.runtime.ranking import normalize_url
 
 Clock = Callable[[], float]
@@ -227,7 +226,7 @@ def cache_store(
         return RedisStore(url, password=password)
     if directory is not None:
         return DiskcacheStore(directory, size_limit_bytes=size_limit_bytes)
-    return MemoryStore()
+    return InProcessCacheStore()
 
 
 async def research_cache_health(
@@ -345,7 +344,9 @@ class ResearchCache:
         text = entry.to_json()
         size = len(text.encode("utf-8"))
         if size > self.max_entry_bytes:
-            raise CacheStoreError(f"entry of {size} bytes is over max_entry_bytes ({self.max_entry_bytes})")
+            raise CacheStoreError(
+                f"entry of {size} bytes is over max_entry_bytes ({self.max_entry_bytes})", retryable=False
+            )
         expire = backstop_expiry_s(entry.ttl_s, self.stale_keep_s)
         await self.persistent.set(_scrub(key), text, expire_s=expire)
 

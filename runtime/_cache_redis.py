@@ -15,7 +15,7 @@ opens, so the embedded default never needs it.
   writes fail, which the cache counts as ``write_errors``); the cache itself refuses entries over
   ``max_entry_bytes`` on every backend. :meth:`RedisStore.health` reports the server's bound.
 * **Down is not fatal.** A server that does not answer makes each operation raise
-  :class:`~simone.runtime._cache_stores.CacheStoreError` (counted by the cache, the run goes on); after a
+  :class:`~simone.runtime.CacheStoreError` (counted by the cache, the run goes on); after a
   connection failure, operations fail at once for ``retry_after_s`` instead of waiting for a timeout
   each, then the next one tries the server again (redis-py reconnects).
 """
@@ -27,8 +27,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from simone.runtime._cache_stores import CACHE_FORMAT_VERSION, CacheHealth, CacheStoreError, Doomed
-from simone.runtime._errors import ConfigError
+from simone.runtime._cache_stores import CACHE_FORMAT_VERSION, CacheHealth, Doomed
+from simone.runtime._errors import CacheStoreError, ConfigError
 
 T = TypeVar("T")
 
@@ -40,14 +40,38 @@ DEFAULT_PREFIX = f"simone:research-cache:v{CACHE_FORMAT_VERSION}:"
 _SWEEP_BATCH = 500
 
 
-def redact_url(url: str) -> str:
-    """``url`` without its password (in the user part or a ``password=`` query parameter)."""
+def redact_url(url: str, *, bare: bool = False, mask: str = "") -> str:
+    """``url`` without its password (in the user part or a ``password=`` query parameter).
+
+    ``bare=True`` keeps only the scheme, host, port and path (the host as :func:`urllib.parse.urlsplit`
+    reads it, lower-case): for an object store, whose user part is an access key and whose query may
+    carry a signature. A text without a scheme (a path) is returned as it is. With ``mask``, a user's
+    password is shown as ``mask`` instead of dropped (``user:***@host``: the reader sees there is one).
+
+    Example:
+        ``redact_url("redis://u:pw@h:6379/0") == "redis://u@h:6379/0"``;
+        ``redact_url("http://key:s@Minio:9000/b?X-Amz-Signature=x", bare=True) == "http://minio:9000/b"``
+    """
     parts = urlsplit(url)
+    if bare:
+        if not parts.scheme:
+            return url
+        host = parts.hostname or ""
+        if ":" in host:
+            host = f"[{host}]"  # an IPv6 address
+        try:
+            port = parts.port
+        except ValueError:  # not a number: the host part as written, still without the user part
+            host, port = parts.netloc.rpartition("@")[2], None
+        if port:
+            host = f"{host}:{port}"
+        return f"{parts.scheme}://{host}{parts.path}"
     netloc = parts.netloc
     if "@" in netloc:
         userinfo, _, host = netloc.rpartition("@")
-        user = userinfo.split(":", 1)[0]
-        netloc = f"{user}@{host}" if user else host
+        user, colon, _ = userinfo.partition(":")
+        shown = f"{user}:{mask}" if mask and colon and user else user
+        netloc = f"{shown}@{host}" if user else host
     query = urlencode([(k, v) for k, v in parse_qsl(parts.query) if k.lower() != "password"])
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 

@@ -4,13 +4,14 @@ A :class:`CacheStore` keeps text values (the JSON of a :class:`~simone.runtime._
 text keys, each with a backstop expiry, and can sweep itself. :class:`~simone.runtime.ResearchCache`
 owns every rule (freshness, stale-serving, what may be stored, statistics); a store only stores.
 
-* :class:`MemoryStore` — a dict, for one process (``ResearchCache(None)``);
+* :class:`InProcessCacheStore` — a dict, for one process (``ResearchCache(None)``);
 * :class:`DiskcacheStore` — diskcache, one SQLite file in a directory (the embedded default);
 * :class:`~simone.runtime._cache_redis.RedisStore` — Redis, shared by every process that names the same
   server (``[web] cache_url``).
 
-A store raises :class:`CacheStoreError` (or, for diskcache, ``OSError``/``sqlite3.Error``) when the
-backend refuses an operation; the cache counts it and the research run goes on.
+A store raises :class:`~simone.runtime.CacheStoreError` (a :class:`~simone.runtime.ProviderUnavailable`;
+for diskcache also ``OSError``/``sqlite3.Error``) when the backend refuses an operation; the cache
+counts it and the research run goes on.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import anyio
+from simone.runtime._errors import CacheStoreError
 from simone.runtime._owner_only import SQLITE_SIDECARS, owner_only_file, tighten_tree
 
 _DISKCACHE_FILE = "cache.db"
@@ -32,10 +34,6 @@ CACHE_FORMAT_VERSION = 1
 
 Doomed = Callable[[str | None], bool]
 """Given an entry's stored text (``None`` when unreadable), whether a sweep deletes it."""
-
-
-class CacheStoreError(Exception):
-    """The persistent layer refused an operation (server down, out of memory, timeout…)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,8 +94,11 @@ class CacheStore(Protocol):
         ...
 
 
-class MemoryStore:
-    """Entries in a dict of this process (nothing persists; expiry is left to the cache's sweep)."""
+class InProcessCacheStore:
+    """Research-cache entries in a dict of this process (nothing persists; the cache's sweep expires).
+
+    Not to be confused with :class:`simone.providers.memory.MemoryStore`, the agents' memory.
+    """
 
     name = "memory"
     address = "(this process)"

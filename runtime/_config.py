@@ -40,15 +40,15 @@ def web_not_configured(what: str = "web research") -> str:
 
 
 class Depth(StrEnum):
-    """How much work one piece of web research may do (the presets: ``simone.workflows.research.DEPTH_PRESETS``)."""
+    """How much work one piece of web research may do (the presets: ``simone.workflows.research.DEPTH_PRESETS``).
+
+    Every API that takes a depth accepts its plain name too (``"deep"``): pydantic fields and
+    ``Depth("deep")`` read it.
+    """
 
     BASIC = "basic"
     STANDARD = "standard"
     DEEP = "deep"
-
-
-DepthName = Literal["basic", "standard", "deep"]
-"""A depth written as plain text (``"basic"``); every API that takes a :class:`Depth` accepts it too."""
 
 
 class _Section(BaseModel):
@@ -470,18 +470,26 @@ def find_config_file(explicit: str | os.PathLike[str] | None = None) -> Path | N
     return local if local.is_file() else None
 
 
-def describe_validation_error(exc: ValidationError, *, limit: int = 10) -> str:
-    """A pydantic validation error on one line: ``key.path: message; …`` (at most ``limit`` problems).
+def describe_validation_error(exc: ValidationError, *, limit: int | None = 10, root: str = "value") -> str:
+    """A pydantic validation error on one line: ``key.path: message; …``.
+
+    Args:
+        exc: the error.
+        limit: problems listed at most (then ``and N more``); ``None`` lists every one.
+        root: the name of a problem with the whole input (an empty key path), e.g. ``"request"``.
 
     Input values are left out: they may be secrets, and the key says where to look.
     """
     errors = exc.errors()
+    if not errors:
+        return f"{root}: invalid"
+    shown = errors if limit is None else errors[:limit]
     reasons = [
-        f"{'.'.join(str(p) for p in err['loc']) or 'value'}: {' '.join(str(err['msg']).split())}"
-        for err in errors[:limit]
+        f"{'.'.join(str(p) for p in err['loc']) or root}: {' '.join(str(err['msg']).split())}"
+        for err in shown
     ]
-    if len(errors) > limit:
-        reasons.append(f"and {len(errors) - limit} more")
+    if len(errors) > len(shown):
+        reasons.append(f"and {len(errors) - len(shown)} more")
     return "; ".join(reasons)
 
 

@@ -14,7 +14,7 @@ from enum import StrEnum
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-from simone.runtime._config import MAX_QUERY_CHARS
+from simone.runtime._config import MAX_QUERY_CHARS, describe_validation_error
 from simone.runtime._errors import FailureKind, InvalidRequest, ProviderError
 
 JsonValue = Any
@@ -410,9 +410,7 @@ class RetrievalRequest(_Frozen):
         try:
             return cls(query=query, **fields)
         except ValidationError as exc:
-            reasons = "; ".join(
-                f"{'.'.join(str(p) for p in err['loc']) or 'request'}: {err['msg']}" for err in exc.errors()
-            )
+            reasons = describe_validation_error(exc, limit=None, root="request")
             raise InvalidRequest(f"invalid retrieval request: {reasons}") from exc
 
 

@@ -9,6 +9,7 @@ Every error simone raises on purpose derives from :class:`SimoneError`::
     ├── ProviderError               a provider could not answer (carries provider, kind, retryable)
     │   ├── ProviderTimeout         it ran past its deadline                      kind=timeout
     │   ├── ProviderUnavailable     the service behind it is down or unreachable  kind=unavailable
+    │   │   └── CacheStoreError     the research cache's store refused (counted; the run goes on)
     │   ├── ProviderNotConfigured   nothing is configured for it                  kind=not_configured
     │   ├── RateLimited             the service said 429; see retry_after_s       kind=rate_limited
     │   ├── AccessDenied            the caller may not use it                     kind=forbidden
@@ -91,6 +92,20 @@ class ProviderUnavailable(ProviderError):
 
     kind: FailureKind = "unavailable"
     default_retryable = True
+
+
+class CacheStoreError(ProviderUnavailable):
+    """The research cache's persistent layer refused an operation (server down, out of memory, timeout…).
+
+    An entry over the cache's size cap is refused the same way. :class:`~simone.runtime.ResearchCache`
+    counts it (``read_errors``/``write_errors``) and the research run goes on without the cache; it
+    reaches a caller only from the cache's low-level ``load``/``store``.
+    """
+
+    def __init__(
+        self, message: str, *, provider: str = "research-cache", retryable: bool | None = None
+    ) -> None:
+        super().__init__(message, provider=provider, retryable=retryable)
 
 
 class ProviderNotConfigured(ProviderError):

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 from simone.runtime._config import Settings, describe_validation_error
 from simone.runtime._contracts import ProviderKind, ProviderResponse, RetrievalRequest, TrustedContext
 from simone.runtime._errors import ConfigError
+from simone.runtime._handoff import Prepare, ProviderTool, Published, Shared
 
 
 @runtime_checkable
@@ -66,28 +67,34 @@ class ProviderSetup(Generic[SectionT]):
         section: the factory's settings section, validated by its model.
         stack: the runtime's exit stack: enter whatever must be closed with the runtime.
         options: the caller's options for this section (``Runtime(provider_options={section: {...}})``).
-        shared: what the factories opened before this one published (e.g. ``"documents"``: the open
-            document index, whose embedding chain another provider may reuse).
+        published: what the factories opened before this one published, read typed by key (e.g.
+            ``setup.published.get(EMBEDDING_CHAIN)``: the document index's embedding chain).
     """
 
     settings: Settings
     section: SectionT
     stack: AsyncExitStack
     options: Mapping[str, Any] = field(default_factory=dict)
-    shared: Mapping[str, object] = field(default_factory=dict)
+    published: Published = field(default_factory=Published)
 
 
 @dataclass
 class OpenedProviders:
-    """What a factory opened: providers for the router, and named objects for the runtime and later factories.
+    """What a factory opened.
 
-    ``shared`` names are conventions between a factory and its readers; the built-in ones are
-    ``documents`` (the document index), ``memory_store`` (the memory store, whose tools the agents layer
-    registers) and ``research`` (a research runner over the web).
+    Attributes:
+        providers: providers for the router.
+        published: objects for the runtime and later factories, under typed keys the factory declares
+            in :attr:`ProviderFactory.publishes` (checked against each key's type).
+        tools: tools for agents (the memory tools, say).
+        prepare: awaited before every tool call, outside any provider's deadline (a lazily opened
+            index opens on the first one).
     """
 
     providers: list[Provider] = field(default_factory=list)
-    shared: dict[str, object] = field(default_factory=dict)
+    published: Mapping[Shared[object], object] = field(default_factory=dict)
+    tools: list[ProviderTool[Any, Any]] = field(default_factory=list)
+    prepare: list[Prepare] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -101,6 +108,12 @@ class ProviderFactory(Generic[SectionT]):
         enabled: whether the settings ask for it at all (e.g. web only with a search backend).
         rules: provider-selection rules as data (``simone.workflows.retrieval.SelectionRule`` fields),
             added after the configured rules and before the built-in ones.
+        publishes: the keys its :class:`OpenedProviders` may publish (another key is refused).
+        reads: the keys it reads from :attr:`ProviderSetup.published`; a factory that publishes one of
+            them is opened first (see :meth:`ProviderRegistry.ordered`).
+        order: where it stands in the opening order, and so its providers in the router's provider
+            order (lower first; equal orders keep registration order): the built-ins are 10 (index),
+            20 (memory) and 30 (web); a factory of your own defaults to 100, after them.
     """
 
     section: str
@@ -108,6 +121,9 @@ class ProviderFactory(Generic[SectionT]):
     open: Callable[[ProviderSetup[SectionT]], Awaitable[OpenedProviders]]
     enabled: Callable[[Settings, SectionT], bool] | None = None
     rules: tuple[Mapping[str, Any], ...] = ()
+    publishes: tuple[Shared[object], ...] = ()
+    reads: tuple[Shared[object], ...] = ()
+    order: int = 100
 
     def section_of(self, settings: Settings) -> SectionT:
         """The section of ``settings`` this factory reads, validated by :attr:`settings`.
@@ -199,6 +215,35 @@ class ProviderRegistry:
         """An independent registry with the same factories."""
         return ProviderRegistry(self._factories.values())
 
+    def ordered(self) -> list[ProviderFactory[Any]]:
+        """The factories in a stable topological order: registration order, readers after publishers.
+
+        Registration order sorted by :attr:`ProviderFactory.order`; a factory comes after every factory
+        that publishes a key it reads.
+
+        Raises:
+            ConfigError: factories read each other's keys in a circle.
+        """
+        pending = sorted(self._factories.values(), key=lambda factory: factory.order)
+        done: list[ProviderFactory[Any]] = []
+        while pending:
+            for factory in pending:
+                waits = [
+                    other
+                    for other in pending
+                    if other is not factory and any(key in other.publishes for key in factory.reads)
+                ]
+                if not waits:
+                    done.append(factory)
+                    pending.remove(factory)
+                    break
+            else:
+                circle = ", ".join(f.section for f in pending)
+                raise ConfigError(
+                    f"the provider factories {circle} read each other's published keys in a circle"
+                )
+        return done
+
     def __iter__(self) -> Iterator[ProviderFactory[Any]]:
         return iter(list(self._factories.values()))
 
@@ -207,8 +252,10 @@ class ProviderRegistry:
 
 
 PROVIDER_FACTORIES = ProviderRegistry()
-"""The default registry the runtime opens (the built-in providers register here when ``simone.agents``
-is imported; a provider package registers with :func:`register_provider`)."""
+"""The default registry the runtime opens. Every provider registers here the same way, with
+:func:`register_provider`: the built-in packages (``simone.providers.documents``, ``memory``, ``web``)
+from their ``_factory`` modules, which ``simone.providers.discover_provider_packages`` imports, and a
+package of your own when it is imported."""
 
 
 def register_provider(

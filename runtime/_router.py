@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import anyio
 import anyio.lowlevel
 from pydantic import ValidationError
-from simone.runtime._config import MAX_QUERY_CHARS
+from simone.runtime._config import MAX_QUERY_CHARS, describe_validation_error
 from simone.runtime._contracts import (
     Evidence,
     Exclusion,
@@ -469,9 +469,7 @@ def _revalidated(model: type[_M], item: object) -> tuple[_M | None, str]:
     try:
         return type(item).model_validate(dict(item.__dict__)), ""
     except ValidationError as exc:
-        first = exc.errors()[0] if exc.error_count() else {"loc": (), "msg": "invalid"}
-        where = ".".join(str(p) for p in first["loc"]) or model.__name__
-        return None, f"{where}: {first['msg']}"
+        return None, describe_validation_error(exc, limit=1, root=model.__name__)
 
 
 def _check_response(

@@ -56,7 +56,9 @@ async def ensure_index(runtime: Runtime, docs: str | None, console: Console | No
     Raises:
         ConfigError: the index is empty and there is nothing to index.
     """
-    index = runtime.documents
+    from simone.providers.documents import DOCUMENT_INDEX
+
+    index = runtime.published.get(DOCUMENT_INDEX)
     if index is None:
         return None
     info = await index.info()

@@ -21,10 +21,10 @@ import anyio
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
-from simone.agents._readiness import readiness
 from simone.agents.cli._doctor_languages import check_languages, render_languages
 from simone.agents.cli._render import make_console
 from simone.agents.cli._settings import settings_from_args
+from simone.agents.serve import readiness
 from simone.providers.documents import (
     DocumentStore,
     IndexLocation,

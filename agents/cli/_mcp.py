@@ -14,7 +14,6 @@ when the client leaves.
 from __future__ import annotations
 
 import argparse
-import importlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -22,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from simone.agents.cli._settings import add_scope_arguments, event_from_args, settings_from_args
 
 if TYPE_CHECKING:
-    from simone.agents._mcp_stdio import ToolHandlers
+    from simone.agents.mcp import ToolHandlers
 
 
 def register(subparsers: Any) -> None:
@@ -47,8 +46,9 @@ async def run(args: argparse.Namespace) -> int:
     Exits 1 if the runtime could not open (the error was printed on stderr when it happened).
     """
     import anyio
-    from simone.agents._mcp_stdio import serve_stdio_opening, server_version, stdio_instructions
+    import simone.agents.mcp as served
     from simone.agents.cli._main import EXIT_ERROR, report
+    from simone.agents.mcp import serve_stdio_opening, server_version, stdio_instructions
 
     settings = settings_from_args(args)
     event = event_from_args(args)
@@ -56,8 +56,8 @@ async def run(args: argparse.Namespace) -> int:
     @asynccontextmanager
     async def open_tools() -> AsyncIterator[ToolHandlers]:
         # the runtime's imports (as long as the MCP SDK's own) run off the event loop, beside the handshake
-        await anyio.to_thread.run_sync(importlib.import_module, "simone.agents._mcp")
-        from simone.agents._mcp import open_stdio_tools
+        await anyio.to_thread.run_sync(getattr, served, "open_stdio_tools")
+        from simone.agents.mcp import open_stdio_tools
 
         async with open_stdio_tools(settings, event, role=args.role) as tools:
             yield tools

@@ -13,7 +13,6 @@ from typing import Any
 from pydantic import BaseModel
 from rich.console import Console
 from rich.markup import escape
-from simone.agents._research import web_configured
 from simone.agents._runtime import Runtime
 from simone.agents._session import NOT_CONFIGURED_HINT
 from simone.agents.cli._render import make_console
@@ -23,6 +22,7 @@ from simone.agents.cli._settings import (
     nonempty_text,
     settings_from_args,
 )
+from simone.providers.web import web_configured
 
 EXIT_NOT_CONFIGURED = 2
 EXIT_NO_EVIDENCE = 3

@@ -65,15 +65,15 @@ def register(subparsers: Any) -> None:
 
 async def run(args: argparse.Namespace) -> int:
     """Check the set-up (tokens, workers, bind address), then serve until SIGINT or SIGTERM."""
-    from simone.agents._serve import (
+    from simone.agents.cli._settings import settings_from_args
+    from simone.agents.serve import (
         ServeOptions,
         is_loopback,
+        open_token_store,
         serve_one,
         serve_workers,
         unshared_stores,
     )
-    from simone.agents._tokens import open_token_store
-    from simone.agents.cli._settings import settings_from_args
     from simone.runtime import ConfigError
 
     settings = settings_from_args(args)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from simone.agents.cli._settings import nonempty_text
 
 if TYPE_CHECKING:
-    from simone.agents._tokens import TokenStore
+    from simone.agents.serve import TokenStore
 
 
 def register(subparsers: Any) -> None:
@@ -56,15 +56,15 @@ def register(subparsers: Any) -> None:
 
 
 def _store(args: argparse.Namespace) -> TokenStore:
-    from simone.agents._tokens import open_token_store
     from simone.agents.cli._settings import settings_from_args
+    from simone.agents.serve import open_token_store
 
     return open_token_store(settings_from_args(args))
 
 
 async def run_create(args: argparse.Namespace) -> int:
     """Create a token; print it (stdout, once) and where its hash went (stderr)."""
-    from simone.agents._tokens import parse_expiry
+    from simone.agents.serve import parse_expiry
 
     store = _store(args)
     expires = parse_expiry(args.expires) if args.expires else None

@@ -21,7 +21,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
-from simone.runtime import ConfigError, ProviderError, Settings
+from simone.runtime import ConfigError, ProviderError, Settings, redact_url
 
 INDEX_FOLDER = "index"
 """The LanceDB folder inside the data directory (when ``[index] uri`` is not set)."""
@@ -68,15 +68,16 @@ class IndexLocation:
             # Absolute: a relative path starting with "db" would be taken for LanceDB Cloud otherwise.
             return cls(str(Path(text).expanduser().resolve()), options)
         parts = urlsplit(text)
+        shown = redact_url(text, bare=True)
         if parts.scheme not in REMOTE_SCHEMES:
             raise ConfigError(
-                f"[index] uri {redact(text)!r}: the document index supports a local folder or "
+                f"[index] uri {shown!r}: the document index supports a local folder or "
                 "s3://bucket/prefix (AWS or an S3-compatible server), not "
                 f"{parts.scheme}://"
             )
         if not parts.hostname or parts.username or parts.password or parts.query:
             raise ConfigError(
-                f"[index] uri {redact(text)!r}: write s3://bucket/prefix (no credentials or query in "
+                f"[index] uri {shown!r}: write s3://bucket/prefix (no credentials or query in "
                 "the URI; the endpoint and region go in [index] storage_options)"
             )
         prefix = parts.path.strip("/")
@@ -133,21 +134,10 @@ class IndexLocation:
         """What ``simone doctor`` shows: backend, URI, endpoint and region; never a credential."""
         out: dict[str, Any] = {"backend": self.backend, "uri": self.uri}
         if self.remote:
-            out["endpoint"] = redact(self.endpoint) if self.endpoint else "(AWS)"
+            out["endpoint"] = redact_url(self.endpoint, bare=True) if self.endpoint else "(AWS)"
             out["region"] = self.region
             out["credentials"] = "environment" if os.environ.get("AWS_ACCESS_KEY_ID") else "none set"
         return out
-
-
-def redact(url: str) -> str:
-    """``url`` without user info or query (where a credential could hide)."""
-    parts = urlsplit(url)
-    if not parts.scheme:
-        return url
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    return f"{parts.scheme}://{host}{parts.path}"
 
 
 async def index_backend_status(settings: Settings, *, timeout_s: float = 10.0) -> dict[str, Any]:

@@ -40,9 +40,9 @@ from urllib.parse import quote, urlsplit
 
 import anyio
 import httpx
-from simone.providers.documents._location import IndexLocation, redact
+from simone.providers.documents._location import IndexLocation
 from simone.providers.documents._lock import LOCK_SUFFIX, CollectionBusy
-from simone.runtime import ConfigError, ProviderUnavailable
+from simone.runtime import ConfigError, ProviderUnavailable, redact_url
 
 _EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
 _ATTEMPTS = 5
@@ -153,8 +153,9 @@ class S3Objects:
             async with httpx.AsyncClient(timeout=self.timeout_s) as client:
                 return await client.request(method, url, content=body, headers=signed)
         except httpx.HTTPError as exc:
+            where = redact_url(self.base, bare=True)
             raise ProviderUnavailable(
-                f"the object store at {redact(self.base)} did not answer: {type(exc).__name__}: {exc}",
+                f"the object store at {where} did not answer: {type(exc).__name__}: {exc}",
                 provider="document-index",
             ) from exc
 
@@ -281,9 +282,10 @@ class ObjectStoreLock:
             renewed = time.monotonic()
 
     def _failure(self, what: str, response: httpx.Response) -> ProviderUnavailable:
+        where = redact_url(self.objects.base, bare=True)
         return ProviderUnavailable(
             f"could not {what} the writer lock of collection {self.collection!r} at "
-            f"{redact(self.objects.base)}/{self.objects.key(self.name)}: HTTP {response.status_code} "
+            f"{where}/{self.objects.key(self.name)}: HTTP {response.status_code} "
             f"{response.text[:200]}",
             provider="document-index",
         )

@@ -34,8 +34,8 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from types import ModuleType, TracebackType
-from typing import Any, Self
+from types import ModuleType
+from typing import Any
 
 import anyio
 import numpy as np
@@ -43,6 +43,7 @@ import numpy.typing as npt
 from simone.providers.documents._index import EMBED_STEP, PREPARE_GROUP, FilePreparer, _Prepared
 from simone.providers.documents._loaders import SkippedFile, SourceFile, file_digest, read_bytes
 from simone.runtime import (
+    AsyncResource,
     ConfigError,
     EmbeddingChain,
     EmbeddingSettings,
@@ -152,7 +153,7 @@ class RayStats:
     failed_tasks: list[str] = field(default_factory=list)
 
 
-class RayExecutor:
+class RayExecutor(AsyncResource):
     """Prepares files with Ray Data and embeds chunks on Ray actors (an :class:`IndexExecutor`).
 
     ::
@@ -211,13 +212,12 @@ class RayExecutor:
 
     # -- lifetime ----------------------------------------------------------------------------------
 
-    async def __aenter__(self) -> Self:
+    async def open(self) -> None:
+        """Join (or start) the cluster and start the embedding actors; ``async with`` calls it."""
         await anyio.to_thread.run_sync(self._start)
-        return self
 
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    async def close(self) -> None:
+        """Stop the actors (and a cluster started here), even when the caller is being cancelled."""
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(self._stop)
 

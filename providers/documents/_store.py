@@ -28,11 +28,11 @@ import json
 import math
 import os
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, Self
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 import numpy as np
@@ -40,11 +40,13 @@ import numpy.typing as npt
 import pyarrow as pa
 from simone.providers.documents._location import IndexLocation
 from simone.runtime import (
+    AsyncResource,
     ConfigError,
     EmbeddingSpace,
     EmbeddingSpaceMismatch,
     InvalidRequest,
     ProviderUnavailable,
+    SimoneError,
     owner_only_dir,
 )
 
@@ -206,10 +208,36 @@ def build_where(projects: Sequence[str], filters: Mapping[str, object], *, scope
     return " AND ".join(clauses)
 
 
-def _translate(exc: Exception, what: str) -> ProviderUnavailable:
-    return ProviderUnavailable(
-        f"LanceDB failed to {what}: {type(exc).__name__}: {exc}", provider="document-index"
-    )
+LANCE_ERRORS: tuple[type[Exception], ...] = (OSError, RuntimeError, ValueError)
+"""What LanceDB, pyarrow and the object store raise when an operation fails: Lance's errors are
+``RuntimeError``/``ValueError``, pyarrow's ``ArrowIOError``/``ArrowInvalid`` are ``OSError``/``ValueError``
+and an object store's are ``OSError``."""
+
+
+@contextmanager
+def lance_errors(what: str, *, catch: tuple[type[Exception], ...] = LANCE_ERRORS) -> Iterator[None]:
+    """Translate a third-party failure inside the block into :class:`~simone.runtime.ProviderUnavailable`.
+
+    The one place where LanceDB's, pyarrow's and the object store's errors become simone's (as httpx
+    maps its transport errors in one context manager). The message names the operation (``what``,
+    e.g. ``"write 3 chunk(s) of 1 file(s)"``) and the error, never a credential; simone's own errors
+    pass through unchanged.
+
+    Args:
+        what: the operation, completing "LanceDB failed to …".
+        catch: the exception types translated (LanceDB's by default).
+
+    Raises:
+        ProviderUnavailable: provider ``document-index``; the original is its ``__cause__``.
+    """
+    try:
+        yield
+    except SimoneError:
+        raise
+    except catch as exc:
+        raise ProviderUnavailable(
+            f"LanceDB failed to {what}: {type(exc).__name__}: {exc}", provider="document-index"
+        ) from exc
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,8 +269,8 @@ class Hit:
     columns: Mapping[str, Any] | None = None
 
 
-class DocumentStore:
-    """The LanceDB database that holds the collections.
+class DocumentStore(AsyncResource):
+    """The LanceDB database that holds the collections; open it with ``async with``.
 
     Args:
         uri: a local folder (made absolute; a relative path starting with ``db`` would be taken for
@@ -261,15 +289,6 @@ class DocumentStore:
         """The store at ``location`` (see :meth:`IndexLocation.from_settings`)."""
         return cls(location.uri, location.storage_options)
 
-    async def __aenter__(self) -> Self:
-        await self.open()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
     async def open(self) -> None:
         """Connect (creating a local folder when needed)."""
         import lancedb
@@ -278,16 +297,14 @@ class DocumentStore:
             return
         if "://" not in self.uri:
             await anyio.to_thread.run_sync(owner_only_dir, self.uri)
-        try:
+        with lance_errors(f"open {self.uri}", catch=(Exception,)):  # a connection fails in many ways
             self._db = await lancedb.connect_async(
                 self.uri,
                 read_consistency_interval=READ_CONSISTENCY,
                 storage_options=self.location.lance_options,
             )
-        except Exception as exc:  # translated in one place
-            raise _translate(exc, f"open {self.uri}") from exc
 
-    def close(self) -> None:
+    async def close(self) -> None:
         """Drop the connection."""
         if self._db is not None:
             self._db.close()
@@ -320,12 +337,13 @@ class DocumentStore:
         space = space_of_schema(name, schema)
         if "card" not in schema.names:
             # A table from before the card column: computed from the columns it joins, once.
-            try:
-                await table.add_columns({"card": CARD_SQL})
-            except (OSError, RuntimeError, ValueError) as exc:
-                await table.checkout_latest()
-                if "card" not in (await table.schema()).names:  # not added by another process meanwhile
-                    raise _translate(exc, f"add the card column to {name} (an older table)") from exc
+            with lance_errors(f"add the card column to {name} (an older table)"):
+                try:
+                    await table.add_columns({"card": CARD_SQL})
+                except LANCE_ERRORS:
+                    await table.checkout_latest()
+                    if "card" not in (await table.schema()).names:  # not added by another process meanwhile
+                        raise
         from simone.providers.documents._calibration import calibration_of_schema  # it imports this module
 
         collection = Collection(name, table, space)
@@ -337,13 +355,14 @@ class DocumentStore:
         if not name or any(ch in name for ch in "/\\ ") or name.startswith("."):
             raise ConfigError(f"invalid collection name {name!r}: use letters, digits, '-' and '_'")
         schema = chunk_schema(space)
-        try:
-            table = await self.db.create_table(name, schema=schema)
-        except Exception as exc:  # translated in one place
-            existing = await self.open_collection(name)
-            if existing is not None:
+        with lance_errors(f"create the table {name}", catch=(Exception,)):
+            try:
+                table = await self.db.create_table(name, schema=schema)
+            except Exception:
+                existing = await self.open_collection(name)  # created by another process meanwhile?
+                if existing is None:
+                    raise
                 return existing
-            raise _translate(exc, f"create the table {name}") from exc
         return Collection(name, table, space)
 
     async def drop_collection(self, name: str) -> None:
@@ -408,10 +427,8 @@ class Collection:
         :meth:`vector_index` and :meth:`search_vector`: each asks LanceDB otherwise, and while the legs
         run those calls queue behind the searches (0.3–0.6 ms each at p50, 4 ms at p95, at 100k rows).
         """
-        try:
+        with lance_errors(f"read the version of {self.name}"):
             return int(await self.table.version())
-        except (OSError, RuntimeError, ValueError) as exc:
-            raise _translate(exc, f"read the version of {self.name}") from exc
 
     async def pending_count(self, version: int | None = None) -> int:
         """Rows waiting for their vector (counted once per table version: the count scans vectors)."""
@@ -479,7 +496,7 @@ class Collection:
             try:
                 taken = self.table.take_row_ids([rows[i] for i in wanted]).select(list(READ_COLUMNS))
                 table = await taken.to_arrow()
-            except (OSError, RuntimeError, ValueError):
+            except LANCE_ERRORS:
                 table = None  # a row id gone with a compaction: read those by id below
             if table is not None:
                 expected = set(wanted)
@@ -492,10 +509,8 @@ class Collection:
             return found
         # The id test first: the BTree index narrows to a few rows before the rest is evaluated.
         clause = sql_in("id", rest) if where is None else f"{sql_in('id', rest)} AND ({where})"
-        try:
+        with lance_errors(f"read {len(rest)} chunk(s) by id"):
             table = await self.table.query().where(clause).select(list(READ_COLUMNS)).to_arrow()
-        except (OSError, RuntimeError, ValueError) as exc:
-            raise _translate(exc, f"read {len(rest)} chunk(s) by id") from exc
         found.update((str(row["id"]), _uncard(row)) for row in table.to_pylist())
         return found
 
@@ -595,19 +610,15 @@ class Collection:
         )
         # Vectors were checked (dimension, finite) before they got here; "null" lets LanceDB accept
         # the intentional nulls of pending rows, which its own check would count as bad vectors.
-        try:
+        with lance_errors(f"write {rows.num_rows} chunk(s) of {len(paths)} file(s)"):
             await builder.execute(rows if rows.num_rows else self.schema.empty_table(), on_bad_vectors="null")
-        except (OSError, RuntimeError, ValueError) as exc:
-            raise _translate(exc, f"write {rows.num_rows} chunk(s) of {len(paths)} file(s)") from exc
 
     async def delete_files(self, project: str, paths: Sequence[str]) -> None:
         """Delete every chunk of ``paths`` for ``project``."""
         for start in range(0, len(paths), 500):
             part = paths[start : start + 500]
-            try:
+            with lance_errors(f"delete the chunks of {len(part)} file(s)"):
                 await self.table.delete(f"project = {sql_string(project)} AND {sql_in('path', part)}")
-            except (OSError, RuntimeError, ValueError) as exc:
-                raise _translate(exc, f"delete the chunks of {len(part)} file(s)") from exc
 
     async def fill_vectors(self, rows: pa.Table, vectors: npt.NDArray[np.float32]) -> None:
         """Store ``vectors`` in the (pending) ``rows``; rows changed meanwhile are left alone."""
@@ -616,14 +627,12 @@ class Collection:
         updated = rows.set_column(
             index, self.schema.field("vector"), _vector_array(list(vectors), self.space.dimension)
         )
-        try:
+        with lance_errors(f"store {rows.num_rows} vector(s)"):
             await (
                 self.table.merge_insert("id")
                 .when_matched_update_all(where="target.vector IS NULL")
                 .execute(updated.cast(self.schema))
             )
-        except (OSError, RuntimeError, ValueError) as exc:
-            raise _translate(exc, f"store {rows.num_rows} vector(s)") from exc
 
     # -- indexes -----------------------------------------------------------------------------------
 
@@ -650,7 +659,7 @@ class Collection:
         rebuild). ``full_text=False`` skips the full-text index (a collection's extra-space tables
         are searched by vector only). Returns what was done, in plain words.
         """
-        try:
+        with lance_errors("update the indexes (the data is written; the next run retries)"):
             return await self._maintain(
                 ann_min_rows=ann_min_rows,
                 ann_kind=ann_kind,
@@ -659,8 +668,6 @@ class Collection:
                 ann_rebuild_rows=ann_rebuild_rows,
                 ann_rebuild_share=ann_rebuild_share,
             )
-        except (OSError, RuntimeError, ValueError) as exc:
-            raise _translate(exc, "update the indexes (the data is written; the next run retries)") from exc
 
     async def _maintain(
         self,

@@ -19,13 +19,18 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
-from typing import Self
 
 import anyio
 import numpy as np
 import numpy.typing as npt
-from simone.runtime import SQLITE_SIDECARS, ConfigError, EmbeddingSpace, ProviderUnavailable, owner_only_file
+from simone.runtime import (
+    SQLITE_SIDECARS,
+    AsyncResource,
+    ConfigError,
+    EmbeddingSpace,
+    ProviderUnavailable,
+    owner_only_file,
+)
 
 #: The cache's file name inside the data directory.
 CACHE_FILE = "embedding-cache.sqlite3"
@@ -75,14 +80,14 @@ class CachedEmbedding:
     misses: int
 
 
-class EmbeddingCache:
+class EmbeddingCache(AsyncResource):
     """A persistent cache of embeddings keyed by (space key, content digest).
 
     Args:
         path: the SQLite file (created with its folder); see :meth:`in_data_dir`.
         limiter: bounds concurrent SQLite work (one at a time by default).
 
-    Open it with ``async with`` (or :meth:`start`); close with :meth:`aclose`. When the file cannot
+    Open it with ``async with`` (or :meth:`open`); close with :meth:`close`. When the file cannot
     be created or written the cache turns itself off instead of failing (see :attr:`disabled`).
     """
 
@@ -107,7 +112,7 @@ class EmbeddingCache:
         """Why the cache is off (it could not be created or written), or ``None`` while it works."""
         return self._disabled
 
-    async def start(self) -> None:
+    async def open(self) -> None:
         """Open (and create) the database. Safe to call more than once.
 
         A file that cannot be created or written turns the cache off (:attr:`disabled`, one logged
@@ -122,23 +127,11 @@ class EmbeddingCache:
             except _Unwritable as exc:
                 self._disable(str(exc))
 
-    async def aclose(self) -> None:
+    async def close(self) -> None:
         """Close the database."""
         db, self._db = self._db, None
         if db is not None:
             await anyio.to_thread.run_sync(db.close, limiter=self._limiter)
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     async def get_many(
         self, space: EmbeddingSpace, digests: Sequence[str]
@@ -253,7 +246,7 @@ class EmbeddingCache:
             return None
         if self._db is None:
             raise ProviderUnavailable(
-                "the embedding cache is not open; use 'async with' or await start() first",
+                "the embedding cache is not open; use 'async with' or await open() first",
                 provider="embedding-cache",
             )
         return self._db
@@ -268,7 +261,7 @@ class EmbeddingCache:
 
     async def _turn_off(self, why: str) -> None:
         self._disable(why)
-        await self.aclose()
+        await self.close()
 
     def _open(self) -> sqlite3.Connection:
         try:

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from types import TracebackType
-from typing import Any, Self, TypeVar, cast
+from typing import Any, TypeVar, cast
 
 import anyio
 import httpx
@@ -20,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 from simone.runtime import (
     AccessDenied,
+    AsyncResource,
     EmbeddingSpace,
     EmbeddingSpaceMismatch,
     InvalidResponse,
@@ -74,11 +74,11 @@ def _server_message(response: httpx.Response) -> str:
     return _snippet(response.text)
 
 
-class HttpEmbedderBase:
+class HttpEmbedderBase(AsyncResource):
     """An embedder that talks to a server over an ``httpx.AsyncClient``.
 
     A client passed in is used as is and never closed; otherwise one is opened by the async start-up
-    (``async with`` or :meth:`start`, or lazily by the first call) and closed by :meth:`aclose`.
+    (``async with`` or :meth:`open`, or lazily by the first call) and closed by :meth:`close`.
     """
 
     _who: str
@@ -105,30 +105,18 @@ class HttpEmbedderBase:
         self._max_retry_wait_s = max(0.0, max_retry_wait_s)
         self._retry_backoff_s = max(0.0, retry_backoff_s)
 
-    async def start(self) -> None:
+    async def open(self) -> None:
         """Open the HTTP client when none was given."""
         if self._client is None:
             self._client = httpx.AsyncClient(timeout=httpx.Timeout(self._timeout_s))
             self._owns_client = True
 
-    async def aclose(self) -> None:
+    async def close(self) -> None:
         """Close the HTTP client if this embedder opened it."""
         client, owned = self._client, self._owns_client
         if owned and client is not None:
             self._client = None
             await client.aclose()
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     async def post_json(self, url: str, payload: Mapping[str, Any], headers: Mapping[str, str]) -> Any:
         """POST ``payload`` and return the decoded JSON body, retrying what is worth retrying.
@@ -138,7 +126,7 @@ class HttpEmbedderBase:
             InvalidResponse: translated from httpx errors, HTTP statuses and bodies.
         """
         if self._client is None:
-            await self.start()
+            await self.open()
         client = self._client
         assert client is not None
 

@@ -13,8 +13,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, Self, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import anyio
 import numpy as np
@@ -33,6 +32,7 @@ from simone.providers.embeddings.minilm import (
     sha256_file,
 )
 from simone.runtime import (
+    AsyncResource,
     ConfigError,
     EmbeddingKind,
     EmbeddingSpace,
@@ -77,11 +77,11 @@ def _runtime_clash() -> str | None:
     )
 
 
-class OnnxMiniLMEmbedder:
+class OnnxMiniLMEmbedder(AsyncResource):
     """all-MiniLM-L6-v2 as ONNX, run by onnxruntime in a worker thread.
 
     Construction is cheap; the ONNX session is opened by the async start-up (``async with``,
-    :meth:`start`, or lazily by the first :meth:`embed`). ``intra_op_threads`` bounds onnxruntime's
+    :meth:`open`, or lazily by the first :meth:`embed`). ``intra_op_threads`` bounds onnxruntime's
     threads and a capacity limiter bounds concurrent runs, so the event loop never blocks and the
     machine is not oversubscribed. Calls of at most :data:`SHORT_CALL_TEXTS` texts (queries) run on a
     second, one-thread session of the same graph, so a search's query embedding neither waits for an
@@ -222,7 +222,7 @@ class OnnxMiniLMEmbedder:
         encodings = self.tokenizer.encode_batch(list(texts), add_special_tokens=True)
         return [len(encoding.ids) for encoding in encodings]
 
-    async def start(self) -> None:
+    async def open(self) -> None:
         """Open the ONNX session (in a worker thread). Safe to call more than once.
 
         Raises:
@@ -237,23 +237,11 @@ class OnnxMiniLMEmbedder:
             if self._running is None:
                 await anyio.to_thread.run_sync(self._open, limiter=self._limiter)
 
-    async def aclose(self) -> None:
+    async def close(self) -> None:
         """Drop the sessions (onnxruntime frees them when the last reference goes)."""
         self._session = None
         self._short = None
         self._running = None
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     async def embed(
         self, texts: Sequence[str], *, kind: EmbeddingKind = "document"
@@ -267,7 +255,7 @@ class OnnxMiniLMEmbedder:
         texts = list(texts)
         if not texts:
             return np.empty((0, DIMENSION), dtype=np.float32)
-        await self.start()
+        await self.open()
         # run_blocking: a cancelled caller returns at once; the session's limiter stays held until the
         # thread is done, so the next call still queues behind it (issue 26, item 5)
         if len(texts) <= SHORT_CALL_TEXTS and self._short is not None:
@@ -283,7 +271,7 @@ class OnnxMiniLMEmbedder:
         session = self._batch_session() if self._running is not None else None
         if session is None:
             raise ProviderUnavailable(
-                "the ONNX embedder is not started; use 'async with' or await start() first",
+                "the ONNX embedder is not started; use 'async with' or await open() first",
                 provider=ONNX_SPACE.key,
             )
         out = np.empty((len(texts), DIMENSION), dtype=np.float32)

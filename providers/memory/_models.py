@@ -543,8 +543,11 @@ class MemoryRecord(_Frozen):
         return not self.scope
 
 
-class SearchHit(_Frozen):
-    """A search result: the record and its BM25 score (higher is better)."""
+class RecordHit(_Frozen):
+    """A record found by a search, and its score: BM25, or cosine similarity on the semantic leg (higher is better).
+
+    Not :class:`simone.providers.web.SearchHit` (a web search engine's result).
+    """
 
     record: MemoryRecord
     score: float

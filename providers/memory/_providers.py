@@ -13,7 +13,7 @@ from functools import partial
 from typing import Any
 
 import anyio
-from simone.providers.memory._models import MemoryRecord, RecordKind, SearchHit, SearchQuery, SessionSummary
+from simone.providers.memory._models import MemoryRecord, RecordHit, RecordKind, SearchQuery, SessionSummary
 from simone.providers.memory._records import render
 from simone.providers.memory._store import MemoryStore, SessionStore, VectorStore
 from simone.runtime import (
@@ -190,7 +190,7 @@ class MemoryProvider:
         if query is None:
             return ProviderResponse(details=details)
         lexical = FunctionLeg(LEXICAL, partial(self._lexical, query=query))
-        results: LegResults[SearchHit] = LegResults()
+        results: LegResults[RecordHit] = LegResults()
         if mode is not SearchMode.LEXICAL and self._chain is None:
             if mode is SearchMode.SEMANTIC:
                 message = f"{self._name} has no semantic leg (no embedding chain); lexical only"
@@ -200,7 +200,7 @@ class MemoryProvider:
                 )
             else:
                 details["note"] = "hybrid served by the lexical leg (no embedding chain configured)"
-        legs: list[Leg[SearchHit]] = []
+        legs: list[Leg[RecordHit]] = []
         if mode is not SearchMode.LEXICAL and self._chain is not None:
             legs.append(
                 FunctionLeg(SEMANTIC, partial(self._semantic, self._chain, query=query, details=details))
@@ -224,7 +224,7 @@ class MemoryProvider:
         )
 
     def _semantic_notes(
-        self, chain: EmbeddingChain, results: LegResults[SearchHit], mode: SearchMode, details: dict[str, Any]
+        self, chain: EmbeddingChain, results: LegResults[RecordHit], mode: SearchMode, details: dict[str, Any]
     ) -> list[str]:
         """Record the semantic leg's outcome in the chain's health window and say what it lacked."""
         chain.record_search(fell_back=results.failed(SEMANTIC))
@@ -241,7 +241,7 @@ class MemoryProvider:
 
     async def _lexical(
         self, request: RetrievalRequest, context: TrustedContext, *, query: SearchQuery
-    ) -> list[SearchHit]:
+    ) -> list[RecordHit]:
         return await self._store.search_records(context, query)
 
     async def _semantic(
@@ -252,7 +252,7 @@ class MemoryProvider:
         *,
         query: SearchQuery,
         details: dict[str, Any],
-    ) -> list[SearchHit]:
+    ) -> list[RecordHit]:
         store = self._store
         assert isinstance(store, VectorStore)
         if self._space is None:
@@ -298,7 +298,7 @@ class MemoryProvider:
             done += len(batch)
         return done
 
-    def _evidence(self, legs: dict[str, list[SearchHit]], limit: int) -> list[Evidence]:
+    def _evidence(self, legs: dict[str, list[RecordHit]], limit: int) -> list[Evidence]:
         """The records of the fused order (plain RRF of the answering legs), up to ``limit``."""
         records = {hit.record.id: hit.record for hits in legs.values() for hit in hits}
         fused = fuse_legs({leg: [(hit.record.id, hit.score) for hit in hits] for leg, hits in legs.items()})

@@ -10,6 +10,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from simone.providers.memory._backend import Row, SqlValue
 from simone.providers.memory._models import MemoryRecord, SessionSummary, Turn, TurnRole
 from simone.providers.memory._scope import SCOPE_COLUMNS, scope_from_row, scope_signature, scope_values
 
@@ -58,7 +59,7 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
-def record_from_row(row: Any) -> MemoryRecord:
+def record_from_row(row: Row) -> MemoryRecord:
     """The record of a ``records`` row selected with :data:`SELECT_RECORD`."""
     data = json.loads(row["data"])
     return MemoryRecord.model_validate(
@@ -80,7 +81,7 @@ def record_from_row(row: Any) -> MemoryRecord:
     )
 
 
-def record_values(record: MemoryRecord) -> tuple[Any, ...]:
+def record_values(record: MemoryRecord) -> tuple[SqlValue, ...]:
     """The values of :data:`RECORD_COLUMNS` for ``record``, in that order."""
     data = record.model_dump(
         mode="json", include={"priority", "due_at", "items", "fact", "task_state"}, exclude_none=True
@@ -88,7 +89,7 @@ def record_values(record: MemoryRecord) -> tuple[Any, ...]:
     if not record.items:
         data.pop("items", None)
     fact = record.fact
-    values: dict[str, Any] = {
+    values: dict[str, SqlValue] = {
         "id": record.id,
         "kind": record.kind.value,
         **dict(zip(SCOPE_COLUMNS, scope_values(record.scope), strict=True)),
@@ -109,7 +110,7 @@ def record_values(record: MemoryRecord) -> tuple[Any, ...]:
     return tuple(values[column] for column in RECORD_COLUMNS)
 
 
-def turn_from_row(row: Any) -> Turn:
+def turn_from_row(row: Row) -> Turn:
     """The turn of a ``turns`` row selected with :data:`SELECT_TURN`."""
     return Turn(
         id=row["id"],
@@ -121,7 +122,7 @@ def turn_from_row(row: Any) -> Turn:
     )
 
 
-def summary_from_row(row: Any) -> SessionSummary:
+def summary_from_row(row: Row) -> SessionSummary:
     """The summary of a ``turns`` row of role :data:`SUMMARY` selected with :data:`SELECT_TURN`."""
     return SessionSummary(
         id=row["id"],

@@ -24,8 +24,8 @@ from simone.providers.memory._models import (
     ListQuery,
     MemoryExport,
     MemoryRecord,
+    RecordHit,
     RecordKind,
-    SearchHit,
     SearchQuery,
     SessionHit,
     SessionSummary,
@@ -109,7 +109,7 @@ class MemoryStore(Protocol):
         """Visible records, newest update first, ties by id."""
         ...
 
-    async def search_records(self, context: TrustedContext, query: SearchQuery) -> list[SearchHit]:
+    async def search_records(self, context: TrustedContext, query: SearchQuery) -> list[RecordHit]:
         """Visible records sharing a term with the query, by BM25, ties by newest update then id."""
         ...
 
@@ -189,6 +189,6 @@ class VectorStore(Protocol):
         query: SearchQuery,
         *,
         min_similarity: float,
-    ) -> list[SearchHit]:
+    ) -> list[RecordHit]:
         """Visible records by cosine similarity to ``vector`` (at least ``min_similarity``)."""
         ...

@@ -1,4 +1,4 @@
-"""Memory tools for agents: plain async functions ``(store, context, args) -> dict``.
+"""Memory tools for agents: plain async functions ``(store, context, args) -> result model``.
 
 Each tool's argument model derives from :class:`~simone.providers.memory.MemoryArgs`: frozen,
 ``extra="forbid"``, no scope fields, and any argument that tries to carry a scope (``actor``,
@@ -9,18 +9,20 @@ see (global records included) but change only its own records: updating, complet
 the items of or superseding a global record raises :class:`~simone.runtime.AccessDenied`.
 
 :data:`MEMORY_TOOLS` lists every tool as a :class:`MemoryTool` (name, description, argument model,
-function); :meth:`MemoryTool.invoke` parses raw model output and runs the tool. Results are JSON-ready
-dicts (``{"record": …}``, ``{"records": […]}`` or ``{"hits": […]}``).
+result model, function); :meth:`MemoryTool.invoke` parses raw model output (with the runtime's one
+argument parser, :func:`~simone.runtime.parse_tool_arguments`) and runs the tool, and
+:func:`memory_tools` binds them all to a store as :class:`~simone.runtime.ProviderTool` values (what the
+memory factory hands to the runtime). Results are models: :class:`RecordResult` (``record``),
+:class:`RecordsResult` (``records``) and :class:`HitsResult` (``hits``).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from pydantic import Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 from simone.providers.memory._models import (
     ChecklistCreate,
     ChecklistUpdate,
@@ -42,13 +44,50 @@ from simone.providers.memory._models import (
     TaskStateUpdate,
     TodoCreate,
     TodoUpdate,
-    refuse_scope_keys,
 )
 from simone.providers.memory._records import render
 from simone.providers.memory._store import MemoryStore
-from simone.runtime import MAX_QUERY_CHARS, InvalidRequest, TrustedContext, loads_untrusted
+from simone.runtime import MAX_QUERY_CHARS, InvalidRequest, ProviderTool, TrustedContext, parse_tool_arguments
 
-ToolFunction = Callable[[MemoryStore, TrustedContext, Any], Awaitable[dict[str, Any]]]
+MEMORY_GROUP = "memory"
+"""The tool group of every memory tool (an agent profile grants the group as a whole)."""
+
+
+class _Result(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class RecordResult(_Result):
+    """One record a tool created, changed or deleted."""
+
+    record: MemoryRecord
+
+
+class RecordsResult(_Result):
+    """The records a list tool found, newest update first."""
+
+    records: list[MemoryRecord]
+
+
+class ScoredRecord(_Result):
+    """One search hit: the record, its score and the text its evidence carries."""
+
+    id: str
+    score: float
+    text: str
+    record: MemoryRecord
+
+
+class HitsResult(_Result):
+    """What a search tool found, best first."""
+
+    hits: list[ScoredRecord]
+
+
+MemoryToolResult = RecordResult | RecordsResult | HitsResult
+"""What a memory tool returns."""
+
+ToolFunction = Callable[[MemoryStore, TrustedContext, Any], Awaitable[MemoryToolResult]]
 
 
 class RecordRef(MemoryArgs):
@@ -78,10 +117,6 @@ class SearchArgs(MemoryArgs):
     limit: Annotated[int, Field(ge=1, le=200)] = Field(default=10, description="at most this many hits")
 
 
-def _record(record: MemoryRecord) -> dict[str, Any]:
-    return {"record": record.model_dump(mode="json")}
-
-
 @dataclass(frozen=True, slots=True)
 class MemoryTool:
     """One memory tool: what an agent's tool registry needs to expose and call it.
@@ -90,56 +125,57 @@ class MemoryTool:
         name: the tool name (``create_note``, ``search_facts``…).
         description: one sentence for the model.
         args_model: the pydantic model of its arguments (its JSON schema is the tool's parameters).
-        function: ``async (store, context, args) -> dict``.
+        result_model: the model it returns.
+        function: ``async (store, context, args) -> result``.
     """
 
     name: str
     description: str
     args_model: type[MemoryArgs]
+    result_model: type[MemoryToolResult]
     function: ToolFunction
 
     def parameters(self) -> dict[str, Any]:
         """The JSON schema of the arguments."""
         return self.args_model.model_json_schema()
 
-    def parse(self, raw: Mapping[str, Any] | str) -> MemoryArgs:
+    def parse(self, raw: Mapping[str, Any] | str | MemoryArgs | None) -> MemoryArgs:
         """Validate raw arguments (a mapping or a JSON object text) from a model.
 
         Raises:
             ScopeViolation: any scope-like key, at any depth.
             InvalidRequest: anything else that does not fit the model (what to fix is in the message).
         """
-        data: Any = raw
-        if isinstance(raw, str):
-            try:
-                data = loads_untrusted(raw) if raw.strip() else {}
-            except json.JSONDecodeError as exc:
-                raise InvalidRequest(f"{self.name}: the arguments are not valid JSON ({exc})") from exc
-        if not isinstance(data, Mapping):
-            raise InvalidRequest(f"{self.name}: the arguments must be a JSON object")
-        refuse_scope_keys(data, f"{self.name} arguments")
-        try:
-            return self.args_model.model_validate(dict(data))
-        except ValidationError as exc:
-            reasons = "; ".join(
-                f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}" for err in exc.errors()
-            )
-            raise InvalidRequest(f"{self.name}: invalid arguments: {reasons}") from exc
+        return parse_tool_arguments(self.name, self.args_model, raw)
 
     async def invoke(
-        self, store: MemoryStore, context: TrustedContext, raw: Mapping[str, Any] | str | MemoryArgs
-    ) -> dict[str, Any]:
+        self, store: MemoryStore, context: TrustedContext, raw: Mapping[str, Any] | str | MemoryArgs | None
+    ) -> MemoryToolResult:
         """Parse (unless already a model of the right type) and run the tool."""
-        args = raw if isinstance(raw, self.args_model) else self.parse(raw)  # type: ignore[arg-type]
-        return await self.function(store, context, args)
+        return await self.function(store, context, self.parse(raw))
+
+    def bind(self, store: MemoryStore) -> ProviderTool[MemoryArgs, MemoryToolResult]:
+        """The tool bound to ``store``, as the runtime's :class:`~simone.runtime.ProviderTool`."""
+
+        async def run(context: TrustedContext, args: MemoryArgs) -> MemoryToolResult:
+            return await self.function(store, context, args)
+
+        return ProviderTool(
+            name=self.name,
+            description=self.description,
+            args=self.args_model,
+            result=self.result_model,
+            run=run,
+            group=MEMORY_GROUP,
+        )
 
 
 # -- generic tool bodies, bound to one kind each ---------------------------------------------------------
 
 
 def _create(kind: RecordKind) -> ToolFunction:
-    async def create(store: MemoryStore, context: TrustedContext, args: Any) -> dict[str, Any]:
-        return _record(await store.create(context, args))
+    async def create(store: MemoryStore, context: TrustedContext, args: Any) -> MemoryToolResult:
+        return RecordResult(record=await store.create(context, args))
 
     create.__name__ = f"create_{kind.value}"
     create.__doc__ = f"Create a {kind.value} under the trusted context's scope."
@@ -147,8 +183,8 @@ def _create(kind: RecordKind) -> ToolFunction:
 
 
 def _update(kind: RecordKind) -> ToolFunction:
-    async def update(store: MemoryStore, context: TrustedContext, args: Any) -> dict[str, Any]:
-        return _record(await store.update(context, args))
+    async def update(store: MemoryStore, context: TrustedContext, args: Any) -> MemoryToolResult:
+        return RecordResult(record=await store.update(context, args))
 
     update.__name__ = f"update_{kind.value}"
     update.__doc__ = f"Change a visible {kind.value}."
@@ -156,8 +192,8 @@ def _update(kind: RecordKind) -> ToolFunction:
 
 
 def _complete(kind: RecordKind) -> ToolFunction:
-    async def complete(store: MemoryStore, context: TrustedContext, args: Any) -> dict[str, Any]:
-        return _record(await store.complete(context, args.id, kind=kind))
+    async def complete(store: MemoryStore, context: TrustedContext, args: Any) -> MemoryToolResult:
+        return RecordResult(record=await store.complete(context, args.id, kind=kind))
 
     complete.__name__ = f"complete_{kind.value}"
     complete.__doc__ = f"Complete a visible {kind.value}."
@@ -165,7 +201,7 @@ def _complete(kind: RecordKind) -> ToolFunction:
 
 
 def _list(kind: RecordKind) -> ToolFunction:
-    async def list_(store: MemoryStore, context: TrustedContext, args: Any) -> dict[str, Any]:
+    async def list_(store: MemoryStore, context: TrustedContext, args: Any) -> MemoryToolResult:
         query = ListQuery(
             kinds=[kind],
             status=args.status,
@@ -175,7 +211,7 @@ def _list(kind: RecordKind) -> ToolFunction:
             offset=args.offset,
         )
         records = await store.list_records(context, query)
-        return {"records": [record.model_dump(mode="json") for record in records]}
+        return RecordsResult(records=records)
 
     list_.__name__ = f"list_{kind.value}s"
     list_.__doc__ = f"List visible {kind.value}s, newest update first."
@@ -183,40 +219,36 @@ def _list(kind: RecordKind) -> ToolFunction:
 
 
 def _search(kind: RecordKind) -> ToolFunction:
-    async def search(store: MemoryStore, context: TrustedContext, args: Any) -> dict[str, Any]:
+    async def search(store: MemoryStore, context: TrustedContext, args: Any) -> MemoryToolResult:
         hits = await store.search_records(
             context, SearchQuery(text=args.query, kinds=[kind], limit=args.limit)
         )
-        return {
-            "hits": [
-                {
-                    "id": hit.record.id,
-                    "score": hit.score,
-                    "text": render(hit.record),
-                    "record": hit.record.model_dump(mode="json"),
-                }
+        return HitsResult(
+            hits=[
+                ScoredRecord(id=hit.record.id, score=hit.score, text=render(hit.record), record=hit.record)
                 for hit in hits
             ]
-        }
+        )
 
     search.__name__ = f"search_{kind.value}s"
     search.__doc__ = f"Search visible {kind.value}s by words (BM25)."
     return search
 
 
-def _item(operation: str) -> ToolFunction:
-    async def run(store: MemoryStore, context: TrustedContext, args: Any) -> dict[str, Any]:
-        method = getattr(store, f"{operation}_item")
-        record: MemoryRecord = await method(context, args)
-        return _record(record)
+ItemOperation = Callable[[MemoryStore, TrustedContext, Any], Awaitable[MemoryRecord]]
+
+
+def _item(operation: str, call: ItemOperation) -> ToolFunction:
+    async def run(store: MemoryStore, context: TrustedContext, args: Any) -> MemoryToolResult:
+        return RecordResult(record=await call(store, context, args))
 
     run.__name__ = f"{operation}_checklist_item"
     return run
 
 
-async def delete_memory(store: MemoryStore, context: TrustedContext, args: RecordRef) -> dict[str, Any]:
+async def delete_memory(store: MemoryStore, context: TrustedContext, args: RecordRef) -> RecordResult:
     """Soft-delete a visible record of any kind (kept for the retention period, then purged)."""
-    return _record(await store.delete(context, args.id))
+    return RecordResult(record=await store.delete(context, args.id))
 
 
 _KIND_TEXT = {
@@ -261,34 +293,58 @@ def _tools() -> tuple[MemoryTool, ...]:
     for kind, (one, many, what, done) in _KIND_TEXT.items():
         create_model, update_model = _MODELS[kind]
         tools += [
-            MemoryTool(f"create_{one}", f"Remember {what}.", create_model, _create(kind)),
+            MemoryTool(f"create_{one}", f"Remember {what}.", create_model, RecordResult, _create(kind)),
             MemoryTool(
-                f"update_{one}", f"Change fields of one of your {many} by id.", update_model, _update(kind)
+                f"update_{one}",
+                f"Change fields of one of your {many} by id.",
+                update_model,
+                RecordResult,
+                _update(kind),
             ),
-            MemoryTool(f"complete_{one}", f"By id: {done}.", RecordRef, _complete(kind)),
-            MemoryTool(f"list_{many}", f"List your {many}, newest first.", ListArgs, _list(kind)),
-            MemoryTool(f"search_{many}", f"Search your {many} by words.", SearchArgs, _search(kind)),
+            MemoryTool(f"complete_{one}", f"By id: {done}.", RecordRef, RecordResult, _complete(kind)),
+            MemoryTool(
+                f"list_{many}", f"List your {many}, newest first.", ListArgs, RecordsResult, _list(kind)
+            ),
+            MemoryTool(
+                f"search_{many}", f"Search your {many} by words.", SearchArgs, HitsResult, _search(kind)
+            ),
         ]
     tools += [
         MemoryTool(
             "add_checklist_item",
             "Add an item to a checklist (optionally under a parent item).",
             ItemAdd,
-            _item("add"),
+            RecordResult,
+            _item("add", lambda store, context, args: store.add_item(context, args)),
         ),
         MemoryTool(
-            "update_checklist_item", "Change a checklist item's text or status.", ItemUpdate, _item("update")
+            "update_checklist_item",
+            "Change a checklist item's text or status.",
+            ItemUpdate,
+            RecordResult,
+            _item("update", lambda store, context, args: store.update_item(context, args)),
         ),
         MemoryTool(
             "move_checklist_item",
             "Move a checklist item (with its children) to a parent and position.",
             ItemMove,
-            _item("move"),
+            RecordResult,
+            _item("move", lambda store, context, args: store.move_item(context, args)),
         ),
         MemoryTool(
-            "remove_checklist_item", "Remove a checklist item and its children.", ItemRemove, _item("remove")
+            "remove_checklist_item",
+            "Remove a checklist item and its children.",
+            ItemRemove,
+            RecordResult,
+            _item("remove", lambda store, context, args: store.remove_item(context, args)),
         ),
-        MemoryTool("delete_memory", "Delete one of your memory records by id.", RecordRef, delete_memory),
+        MemoryTool(
+            "delete_memory",
+            "Delete one of your memory records by id.",
+            RecordRef,
+            RecordResult,
+            delete_memory,
+        ),
     ]
     return tuple(tools)
 
@@ -310,3 +366,8 @@ def memory_tool(name: str) -> MemoryTool:
         if tool.name == name:
             return tool
     raise InvalidRequest(f"no memory tool {name!r}; the tools are {', '.join(MEMORY_TOOL_NAMES)}")
+
+
+def memory_tools(store: MemoryStore) -> list[ProviderTool[MemoryArgs, MemoryToolResult]]:
+    """Every memory tool bound to ``store`` (group ``memory``): what the memory factory offers agents."""
+    return [tool.bind(store) for tool in MEMORY_TOOLS]

@@ -36,14 +36,13 @@ import unicodedata
 import zlib
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Self
 from urllib.parse import urljoin
 from urllib.robotparser import RobotFileParser
 
 import anyio
 import httpx
 from simone.providers.web._types import FetchedPage, FetchError, scrub_surrogates
-from simone.runtime import ConfigError, WebSettings
+from simone.runtime import AsyncResource, ConfigError, WebSettings
 from simone.runtime.tracing import fetch_span
 
 Resolver = Callable[[str, int], Awaitable[Sequence[str]]]
@@ -391,7 +390,7 @@ def _decode(body: bytes, declared: str | None) -> tuple[str, str, str | None]:
     return body.decode("utf-8", errors="replace"), "utf-8", (note or "undecodable bytes were replaced")
 
 
-class SafeFetcher:
+class SafeFetcher(AsyncResource):
     """Fetches web pages under a :class:`FetchPolicy`; open it with ``async with``.
 
     Args:
@@ -418,7 +417,8 @@ class SafeFetcher:
         self._robots: dict[str, RobotFileParser | None] = {}
         self.stats = FetchStats()
 
-    async def __aenter__(self) -> Self:
+    async def open(self) -> None:
+        """Create the HTTP client (when none was given); ``async with`` calls it."""
         if self._client is None:
             self._client = httpx.AsyncClient(
                 transport=self._transport,
@@ -428,9 +428,9 @@ class SafeFetcher:
                 trust_env=False,
             )
             self._owns_client = True
-        return self
 
-    async def __aexit__(self, *exc_info: object) -> None:
+    async def close(self) -> None:
+        """Close the HTTP client if this fetcher created it."""
         client, self._client = self._client, None
         if client is not None and self._owns_client:
             await client.aclose()

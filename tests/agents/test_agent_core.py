@@ -155,7 +155,7 @@ def test_no_sequence_of_charges_and_carves_overspends(ops: list[tuple[str, int, 
                 and use.fetches <= carved.fetches
             )
         use = parent.use()
-        assert use.tokens + use.reserved_tokens <= total.tokens
-        assert use.queries + use.reserved_queries <= total.queries
-        assert use.fetches + use.reserved_fetches <= total.fetches
+        assert use.tokens + use.reserved.tokens <= total.tokens
+        assert use.queries + use.reserved.queries <= total.queries
+        assert use.fetches + use.reserved.fetches <= total.fetches
         assert parent.children_active == len(children) <= total.max_children

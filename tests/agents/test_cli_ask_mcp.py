@@ -2,7 +2,6 @@
 
 import json
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +10,8 @@ import pytest
 from simone.agents import Runtime, bundled_docs
 from simone.agents._synthesis import split_sentences
 from simone.agents.cli import main
+from simone.agents.mcp.testing import stdio_mcp_client
+from simone.providers.documents import DOCUMENT_INDEX
 from simone.runtime import Settings
 
 pytestmark = pytest.mark.slow
@@ -64,26 +65,16 @@ def test_simone_research_without_a_backend_says_so(
 
 
 def test_an_mcp_client_lists_the_tools_and_calls_retrieve_context(isolated_env: Path) -> None:
-    from mcp import Client, StdioServerParameters, stdio_client
-
     data = isolated_env / "data"
     docs = bundled_docs()
     assert docs is not None
 
     async def main_() -> None:
         async with Runtime(Settings(data_dir=data), memory=False, web=False) as runtime:
-            await runtime.documents.index_paths([docs])
+            await runtime.published.require(DOCUMENT_INDEX).index_paths([docs])
 
-        def server(*extra: str) -> StdioServerParameters:
-            return StdioServerParameters(
-                command=sys.executable,
-                args=["-m", "simone.agents.cli", "--data-dir", str(data), "mcp", "--actor", "alice", *extra],
-                env={"SIMONE_WEB__SEARXNG_URL": "http://127.0.0.1:9"} if "researcher" in extra else {},
-                cwd=str(isolated_env),
-            )
-
-        errlog = (isolated_env / "mcp-server.log").open("w")  # the server's stderr (pytest owns sys.stderr)
-        async with Client(stdio_client(server(), errlog=errlog)) as client:
+        errlog = isolated_env / "mcp-server.log"  # the server's stderr (pytest owns sys.stderr)
+        async with stdio_mcp_client(data, actor="alice", cwd=isolated_env, errlog=errlog) as client:
             tools = {tool.name: tool for tool in (await client.list_tools()).tools}
             assert {"retrieve_context", "retrieve_memory", "delegate_research", "create_note"} <= set(tools)
             assert "web_research" not in tools
@@ -99,9 +90,15 @@ def test_an_mcp_client_lists_the_tools_and_calls_retrieve_context(isolated_env: 
             refused = await client.call_tool("web_research", {"question": "x"})
             assert refused.is_error
 
-        async with Client(stdio_client(server("--role", "researcher"), errlog=errlog)) as client:
+        async with stdio_mcp_client(
+            data,
+            actor="alice",
+            args=["--role", "researcher"],
+            env={"SIMONE_WEB__SEARXNG_URL": "http://127.0.0.1:9"},
+            cwd=isolated_env,
+            errlog=errlog,
+        ) as client:
             names = {tool.name for tool in (await client.list_tools()).tools}
             assert names == {"web_research", "retrieve_context"}
-        errlog.close()
 
     anyio.run(main_)

@@ -11,7 +11,7 @@ import anyio
 import pytest
 from simone.agents import Runtime
 from simone.providers.testing import LoopbackWeb
-from simone.runtime import ProviderNotConfigured, Settings
+from simone.runtime import PROVIDER_FACTORIES, ProviderNotConfigured, Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "composing.md"
@@ -43,6 +43,27 @@ def test_custom_provider_and_rule_examples(isolated_env: Path, capsys: pytest.Ca
     assert "ask faq: rule faq-for-how-to" in out and "'how do i'" in out
     assert "rule faq-for-how-to: did not fire (the query mentions none of" in out
     assert "no rule selected a provider" in out
+
+
+def test_a_provider_package_registers_its_factory_and_publishes_typed(isolated_env: Path) -> None:
+    ns = _namespace()
+    ns["register_faq"]()
+    try:
+        entries = {"When is the office open?": "From nine to five."}
+        settings = Settings(data_dir=isolated_env / "data", providers={"faq": {"entries": entries}})
+
+        async def main() -> None:
+            async with Runtime.open(settings, documents=False, memory=False, web=False) as runtime:
+                assert runtime.router is not None and list(runtime.router.providers) == ["faq"]
+                assert runtime.published.require(ns["FAQ_TABLE"]).entries == entries
+                result = await runtime.retrieve(
+                    runtime.admit({"actor": "alice"}), "office open", providers=("faq",)
+                )
+                assert [item.title for item in result.evidence] == ["When is the office open?"]
+
+        anyio.run(main)
+    finally:
+        PROVIDER_FACTORIES.unregister("faq")
 
 
 def test_workflow_chaining_retrieval_and_research(web_settings: Settings, loopback_web: LoopbackWeb) -> None:

@@ -12,8 +12,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 from pydantic import BaseModel, ConfigDict
 from simone.agents import Runtime
-from simone.agents._mcp import build_server
 from simone.agents._tools import AgentProfile, Tool, ToolContext
+from simone.agents.mcp import build_server
 from simone.runtime import Caller, InvalidRequest, Settings
 
 

@@ -58,7 +58,7 @@ GATED_SERVER = textwrap.dedent(
     from pathlib import Path
     import anyio
     import mcp.types as types
-    from simone.agents._mcp_stdio import ToolHandlers, serve_stdio_opening
+    from simone.agents.mcp import ToolHandlers, serve_stdio_opening
 
     gate = Path(sys.argv[1])
 

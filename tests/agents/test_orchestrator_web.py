@@ -63,7 +63,7 @@ def test_the_orchestrator_calling_web_research_is_refused_at_both_locks(
             # lock two: past the registry, the workflow and the provider check the caller themselves
             runner = runtime.research_runner
             assert isinstance(runner, WorkflowResearchRunner)
-            caps = ResearchCaps(max_queries=1, max_fetches=0, max_context_tokens=500, wall_s=10)
+            caps = ResearchCaps(queries=1, fetches=0, tokens=500, wall_s=10)
             direct = await runner.run(QUESTION, context, caps)
             assert direct.status.value == "forbidden" and not direct.evidence
             web = runtime.router.providers["web"]  # type: ignore[union-attr]
@@ -234,6 +234,10 @@ def test_research_from_a_researcher_context_and_no_evidence_abstains(
             researcher = runtime.admit({"actor": "alice"}, caller=Caller.RESEARCHER)
             result: Any = await runtime.research(researcher, "salinity of Lake Varnholm", depth="basic")
             assert result.caller.value == "researcher" and result.evidence
+            with pytest.raises(
+                InvalidRequest, match="unknown research depth 'abyssal'; use one of basic, standard, deep"
+            ):
+                await runtime.research(researcher, "salinity of Lake Varnholm", depth="abyssal")
             answer = await runtime.ask({"actor": "alice"}, "Zyxqv wombleflarp?")
             assert answer.status == "abstained" and answer.citations == []
             assert "will not guess" in answer.text
@@ -282,7 +286,7 @@ def test_mcp_server_in_process_keeps_the_caller_rules(
 ) -> None:
     from mcp import Client
     from simone.agents import ORCHESTRATOR, RESEARCHER
-    from simone.agents._mcp import build_server
+    from simone.agents.mcp import build_server
 
     async def main() -> None:
         async with _runtime(web_settings, loopback_web) as runtime:

@@ -7,8 +7,8 @@ from pathlib import Path
 import anyio
 import pytest
 from pydantic import BaseModel, ConfigDict
-from simone.agents import BUILTIN_FACTORIES, Runtime
-from simone.agents._providers import discover_provider_packages
+from simone.agents import Runtime
+from simone.providers import builtin_factories, discover_provider_packages
 from simone.runtime import (
     PROVIDER_FACTORIES,
     ConfigError,
@@ -20,6 +20,7 @@ from simone.runtime import (
     ProviderResponse,
     ProviderSetup,
     RetrievalRequest,
+    Shared,
     Status,
     TrustedContext,
     load_settings,
@@ -66,8 +67,13 @@ class GlossaryProvider:
         return ProviderResponse(evidence=evidence[: self._section.max_hits])
 
 
+GLOSSARY_SECTION: Shared[GlossarySettings] = Shared("glossary", GlossarySettings)
+
+
 async def _open_glossary(setup: ProviderSetup[GlossarySettings]) -> OpenedProviders:
-    return OpenedProviders(providers=[GlossaryProvider(setup.section)], shared={"glossary": setup.section})
+    return OpenedProviders(
+        providers=[GlossaryProvider(setup.section)], published={GLOSSARY_SECTION: setup.section}
+    )
 
 
 GLOSSARY = ProviderFactory(
@@ -75,6 +81,7 @@ GLOSSARY = ProviderFactory(
     settings=GlossarySettings,
     open=_open_glossary,
     enabled=lambda settings, section: bool(section.terms),
+    publishes=(GLOSSARY_SECTION,),
     rules=(
         {
             "name": "glossary-terms",
@@ -129,7 +136,7 @@ def test_a_disabled_or_unregistered_provider_is_not_opened(glossary: object, iso
         # no terms configured: the factory's ``enabled`` says no
         async with Runtime.open(load_settings(), documents=False, memory=False, web=False) as runtime:
             assert runtime.router is not None and list(runtime.router.providers) == []
-        only_builtins = ProviderRegistry(BUILTIN_FACTORIES)
+        only_builtins = ProviderRegistry(builtin_factories())
         settings = load_settings(providers={"glossary": {"terms": {"rrf": "fusion"}}})
         async with Runtime.open(settings, memory=False, documents=False, factories=only_builtins) as runtime:
             assert runtime.router is not None and "glossary" not in runtime.router.providers
@@ -151,9 +158,9 @@ def test_an_invalid_section_names_its_key(glossary: object, isolated_env: Path) 
 
 def test_the_registry_keys_factories_by_section() -> None:
     assert PROVIDER_FACTORIES.sections()[:3] == ["index", "memory", "web"]
-    registry = ProviderRegistry(BUILTIN_FACTORIES)
+    registry = ProviderRegistry(builtin_factories())
     with pytest.raises(ConfigError, match="already registered"):
-        registry.register(BUILTIN_FACTORIES[1])
+        registry.register(builtin_factories()[1])
     registry.register(GLOSSARY)
     assert registry.get("glossary") is GLOSSARY and len(registry) == 4
     registry.unregister("glossary")
@@ -164,5 +171,15 @@ def test_the_registry_keys_factories_by_section() -> None:
         clash.section_of(load_settings())
 
 
-def test_provider_packages_without_a_factory_module_are_not_imported() -> None:
-    assert discover_provider_packages() == []
+def test_the_three_builtin_packages_are_discovered_and_registered_like_any_other() -> None:
+    assert discover_provider_packages() == [
+        "simone.providers.documents._factory",
+        "simone.providers.memory._factory",
+        "simone.providers.web._factory",
+    ]
+    sections = [factory.section for factory in builtin_factories()]
+    assert sections == ["index", "memory", "web"]
+    # registered in the default registry through register_provider, the same way as anyone's factory
+    assert [PROVIDER_FACTORIES.get(section) for section in sections] == list(builtin_factories())
+    # packages without a _factory module (embeddings, testing) are not imported as providers
+    assert not any("embeddings" in name or "testing" in name for name in discover_provider_packages())

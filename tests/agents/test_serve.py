@@ -18,20 +18,16 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
-import httpx2
 import pytest
-from mcp import Client, MCPError
-from mcp.client.streamable_http import streamable_http_client
-from mcp.types import CallToolResult
-from simone.agents._token_file import FileTokenStore
-from simone.agents._tokens import Role
+from mcp import MCPError
+from simone.agents.mcp.testing import http_mcp_client, result_text, tool_call_request
+from simone.agents.serve import FileTokenStore, Role
 from simone.providers.testing import LoopbackWeb, add_fixture_site
 
 from tests.servers_postgres import TemporaryPostgres
@@ -177,75 +173,43 @@ def served(
         assert code == 0, log.read_text()[-3000:]
 
 
-@asynccontextmanager
-async def _client(url: str, token: str | None, project: str | None = None) -> AsyncIterator[Client]:
-    headers = {}
-    if token is not None:
-        headers["Authorization"] = f"Bearer {token}"
-    if project is not None:
-        headers["X-Simone-Project"] = project
-    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(120.0)) as http:
-        async with Client(streamable_http_client(url, http_client=http)) as client:
-            yield client
-
-
-def _text(result: CallToolResult) -> str:
-    return "".join(getattr(block, "text", "") for block in result.content)
-
-
 async def _acall(
     served: Served, token: str | None, name: str, arguments: dict[str, Any], **headers: str
 ) -> httpx.Response:
     """One tools/call as raw JSON-RPC over HTTP (what any MCP client sends), without the SDK."""
-    head, body = _tool_call(token, name, arguments, **headers)
+    head, body = tool_call_request(name, arguments, token=token, **headers)
     async with httpx.AsyncClient(timeout=60) as http:
         return await http.post(served.url, headers=head, json=body)
 
 
 def _raw_call(served: Served, token: str | None, name: str, arguments: dict[str, Any]) -> httpx.Response:
-    head, body = _tool_call(token, name, arguments)
+    head, body = tool_call_request(name, arguments, token=token)
     return httpx.post(served.url, headers=head, json=body, timeout=60)
-
-
-def _tool_call(
-    token: str | None, name: str, arguments: dict[str, Any], **headers: str
-) -> tuple[dict[str, str], dict[str, Any]]:
-    """The headers and body of one raw JSON-RPC ``tools/call``."""
-    head = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json", **headers}
-    if token is not None:
-        head["Authorization"] = f"Bearer {token}"
-    body = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "tools/call",
-        "params": {"name": name, "arguments": arguments},
-    }
-    return head, body
 
 
 @pytest.mark.anyio
 async def test_tools_answer_in_the_tokens_scope_on_two_workers(served: Served) -> None:
-    async with _client(served.url, served.tokens["alice"]) as alice:
+    async with http_mcp_client(served.url, served.tokens["alice"]) as alice:
         names = {tool.name for tool in (await alice.list_tools()).tools}
         assert {"retrieve_context", "create_note", "list_notes"} <= names
         assert "web_research" not in names
         created = await alice.call_tool("create_note", {"title": "alice plan", "body": "ship the axle"})
-        assert not created.is_error, _text(created)
+        assert not created.is_error, result_text(created)
         found = await alice.call_tool("retrieve_context", {"query": "tungsten axle bearing"})
-        assert not found.is_error, _text(found)
-        text = _text(found)
+        assert not found.is_error, result_text(found)
+        text = result_text(found)
         assert "AX-7" in text and "BV-3" not in text
-    async with _client(served.url, served.tokens["bob"]) as bob:
+    async with http_mcp_client(served.url, served.tokens["bob"]) as bob:
         found = await bob.call_tool("retrieve_context", {"query": "greenhouse irrigation valve"})
-        assert "BV-3" in _text(found), _text(found)
+        assert "BV-3" in result_text(found), result_text(found)
         other = await bob.call_tool("retrieve_context", {"query": "tungsten axle bearing"})
-        assert not other.is_error and "AX-7" not in _text(other)
+        assert not other.is_error and "AX-7" not in result_text(other)
         listed = await bob.call_tool("list_notes", {})
-        assert "alice plan" not in _text(listed)
+        assert "alice plan" not in result_text(listed)
     # A second connection, possibly another worker, sees alice's note (PostgreSQL is shared).
-    async with _client(served.url, served.tokens["alice"]) as again:
+    async with http_mcp_client(served.url, served.tokens["alice"]) as again:
         listed = await again.call_tool("list_notes", {})
-        assert "alice plan" in _text(listed)
+        assert "alice plan" in result_text(listed)
     workers = set()
     for _ in range(200):
         async with httpx.AsyncClient(timeout=10) as http:  # a new connection each time
@@ -273,44 +237,44 @@ async def test_token_attacks_are_all_refused(served: Served) -> None:
         assert response.status_code == 401, response.text
         assert response.headers["www-authenticate"].startswith("Bearer")
         with pytest.raises(ExceptionGroup) as failure:
-            async with _client(served.url, token) as client:
+            async with http_mcp_client(served.url, token) as client:
                 await client.list_tools()
         assert failure.group_contains(MCPError), repr(failure.value)
         refused += 1
     # 5: a revoked token stops working at once, in every worker.
-    async with _client(served.url, served.tokens["revoked"]) as victor:
+    async with http_mcp_client(served.url, served.tokens["revoked"]) as victor:
         assert not (await victor.call_tool("list_notes", {})).is_error
     served.store.revoke(served.tokens["revoked"].split("_")[1])
     for _ in range(4):
         assert (await _acall(served, served.tokens["revoked"], "list_notes", {})).status_code == 401
     refused += 1
-    async with _client(served.url, served.tokens["alice"]) as alice:
+    async with http_mcp_client(served.url, served.tokens["alice"]) as alice:
         note = await alice.call_tool("create_note", {"title": "alice secret", "body": "only for alice"})
-        note_id = re.search(r"note-[0-9a-f]+", _text(note)).group(0)  # type: ignore[union-attr]
+        note_id = re.search(r"note-[0-9a-f]+", result_text(note)).group(0)  # type: ignore[union-attr]
         # 6: scope in arguments.
         forged = await alice.call_tool("list_notes", {"actor": "bob"})
-        assert forged.is_error and "ScopeViolation" in _text(forged)
+        assert forged.is_error and "ScopeViolation" in result_text(forged)
         refused += 1
-    async with _client(served.url, served.tokens["bob"]) as bob:
+    async with http_mcp_client(served.url, served.tokens["bob"]) as bob:
         # 7-8: another actor's ids in arguments: neither changed nor deleted.
         changed = await bob.call_tool("update_note", {"id": note_id, "body": "bob was here"})
-        assert changed.is_error, _text(changed)
+        assert changed.is_error, result_text(changed)
         deleted = await bob.call_tool("delete_memory", {"id": note_id})
-        assert deleted.is_error, _text(deleted)
+        assert deleted.is_error, result_text(deleted)
         refused += 2
         # 9: bob's search never returns alice's note.
         searched = await bob.call_tool("search_notes", {"text": "alice secret"})
-        assert "only for alice" not in _text(searched)
+        assert "only for alice" not in result_text(searched)
         refused += 1
         # 10: an orchestrator token neither sees nor calls web_research.
         names = {tool.name for tool in (await bob.list_tools()).tools}
         assert "web_research" not in names
         web = await bob.call_tool("web_research", {"question": "what is simone?"})
-        assert web.is_error and "UnknownTool" in _text(web)
+        assert web.is_error and "UnknownTool" in result_text(web)
         refused += 1
-    async with _client(served.url, served.tokens["alice"]) as alice:
+    async with http_mcp_client(served.url, served.tokens["alice"]) as alice:
         listed = await alice.call_tool("list_notes", {})
-        assert "only for alice" in _text(listed) and "bob was here" not in _text(listed)
+        assert "only for alice" in result_text(listed) and "bob was here" not in result_text(listed)
     # 11: a token on a project it may not read.
     for name in ("researcher", "alice"):
         response = await _acall(
@@ -323,18 +287,18 @@ async def test_token_attacks_are_all_refused(served: Served) -> None:
         assert response.status_code == 403
         refused += 1
     # The researcher on its own project sees and calls web_research.
-    async with _client(served.url, served.tokens["researcher"], project="acme") as rita:
+    async with http_mcp_client(served.url, served.tokens["researcher"], project="acme") as rita:
         names = {tool.name for tool in (await rita.list_tools()).tools}
         assert "web_research" in names and "create_note" not in names
         research = await rita.call_tool(
             "web_research", {"question": "What is the maximum depth of Lake Varnholm?", "depth": "basic"}
         )
         # Real research ran: it searched the loopback backend and answered from its results.
-        assert not research.is_error, _text(research)
+        assert not research.is_error, result_text(research)
         found = research.structured_content or {}
         assert found["status"] == "complete" and found["budget"]["queries_used"] >= 1, found
         assert found["sources"] and all(s["provider"] == "searxng" for s in found["sources"])
-        assert "Varnholm" in _text(research)
+        assert "Varnholm" in result_text(research)
     assert refused == 12
     # The request log has no token and no content.
     log = served.log.read_text()

@@ -24,7 +24,8 @@ from typing import Any
 
 import httpx
 import pytest
-from simone.agents._token_file import FileTokenStore
+from simone.agents.mcp.testing import tool_call_request
+from simone.agents.serve import FileTokenStore
 
 from tests.servers_postgres import TemporaryPostgres
 
@@ -128,9 +129,7 @@ def _wait_started(process: subprocess.Popen[bytes], base: str, log: Path) -> Non
 
 
 def _call(name: str, arguments: object) -> str:
-    return json.dumps(
-        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
-    )
+    return json.dumps(tool_call_request(name, arguments)[1])
 
 
 def _closed_by_server(sock: socket.socket, drip: bytes) -> bool:

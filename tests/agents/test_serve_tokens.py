@@ -7,10 +7,16 @@ import time
 from pathlib import Path
 
 import pytest
-from simone.agents._serve import ServeOptions, is_loopback, unshared_stores
-from simone.agents._serve_gate import TokenLimits, _rpc_method
-from simone.agents._token_file import FileTokenStore
-from simone.agents._tokens import parse_expiry, tokens_path
+from simone.agents.serve import (
+    FileTokenStore,
+    ServeOptions,
+    TokenLimits,
+    is_loopback,
+    parse_expiry,
+    tokens_path,
+    unshared_stores,
+)
+from simone.agents.serve._gate import _rpc_method
 from simone.runtime import (
     ConfigError,
     IndexSettings,

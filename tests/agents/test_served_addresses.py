@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from simone.agents._addresses import AddressScrubber
+from simone.agents.serve import AddressScrubber
 from simone.runtime import Settings, redact_url
 
 

@@ -15,10 +15,15 @@ import time
 from pathlib import Path
 
 import pytest
-from simone.agents._token_file import FileTokenStore
-from simone.agents._token_postgres import PostgresTokenStore
-from simone.agents._tokens import TokenStore, UnsafeTokenFile, open_token_store, tokens_path
 from simone.agents.cli import main
+from simone.agents.serve import (
+    FileTokenStore,
+    PostgresTokenStore,
+    TokenStore,
+    UnsafeTokenFile,
+    open_token_store,
+    tokens_path,
+)
 from simone.runtime import (
     ConfigError,
     MemorySettings,
@@ -36,10 +41,10 @@ _WORKER = """
 import json, sys
 kind, where, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
 if kind == "file":
-    from simone.agents._token_file import FileTokenStore
+    from simone.agents.serve import FileTokenStore
     store = FileTokenStore(where)
 else:
-    from simone.agents._token_postgres import PostgresTokenStore
+    from simone.agents.serve import PostgresTokenStore
     store = PostgresTokenStore(where)
     store.records()  # connected before the start, like the file store's import
 print("ready", flush=True)

@@ -1,7 +1,6 @@
 """The tool surface a model reads: every tool and every property described, schemas without noise."""
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -9,6 +8,8 @@ import anyio
 import pytest
 from simone.agents import ORCHESTRATOR, RESEARCHER, Runtime, bundled_docs
 from simone.agents._tools import Tool, compact_schema
+from simone.agents.mcp.testing import stdio_mcp_client
+from simone.providers.documents import DOCUMENT_INDEX
 from simone.runtime import Settings
 
 
@@ -93,24 +94,16 @@ def test_compact_schema_drops_titles_but_keeps_properties_named_title_and_data()
 
 @pytest.mark.slow
 def test_an_mcp_client_reads_compact_text_and_programs_get_the_structured_result(isolated_env: Path) -> None:
-    """Needs the renderer wired into ``simone.agents._mcp`` (call_tool's text content)."""
-    from mcp import Client, StdioServerParameters, stdio_client
-
+    """Needs the renderer wired into ``simone.agents.mcp`` (call_tool's text content)."""
     data = isolated_env / "data"
     docs = bundled_docs()
     assert docs is not None
 
     async def main_() -> None:
         async with Runtime(Settings(data_dir=data), memory=False, web=False) as runtime:
-            assert runtime.documents is not None
-            await runtime.documents.index_paths([docs])
-        server = StdioServerParameters(
-            command=sys.executable,
-            args=["-m", "simone.agents.cli", "--data-dir", str(data), "mcp", "--actor", "alice"],
-            cwd=str(isolated_env),
-        )
-        errlog = (isolated_env / "mcp-server.log").open("w")
-        async with Client(stdio_client(server, errlog=errlog)) as client:
+            await runtime.published.require(DOCUMENT_INDEX).index_paths([docs])
+        errlog = isolated_env / "mcp-server.log"
+        async with stdio_mcp_client(data, actor="alice", cwd=isolated_env, errlog=errlog) as client:
             listed = (await client.list_tools()).tools
             for tool in listed:
                 assert tool.description and not _undescribed(tool.input_schema, tool.name)
@@ -127,9 +120,8 @@ def test_an_mcp_client_reads_compact_text_and_programs_get_the_structured_result
 
             created = await client.call_tool("create_note", {"title": "Fusion", "body": "Weights are equal."})
             record: Any = created.structured_content
-            note = record["data"]["record"]
+            note = record["record"]  # the result model (RecordResult) as JSON
             assert created.content[0].text.startswith("create_note: 1 record")  # type: ignore[union-attr]
             assert f"id={note['id']}" in created.content[0].text  # type: ignore[union-attr]
-        errlog.close()
 
     anyio.run(main_)

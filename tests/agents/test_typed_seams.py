@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import get_args
-
 import pytest
 from simone.agents import (
     DEPTH_PRESETS,
@@ -17,7 +15,6 @@ from simone.agents._tools import ORCHESTRATOR
 from simone.runtime import (
     MAX_QUERY_CHARS,
     Depth,
-    DepthName,
     InvalidRequest,
     Router,
     RouterSettings,
@@ -28,13 +25,13 @@ from simone.workflows import research
 
 def test_one_depth_and_one_preset_table() -> None:
     assert research.Depth is Depth and DEPTH_PRESETS is research.DEPTH_PRESETS
-    assert get_args(DepthName) == tuple(d.value for d in Depth)
+    assert [Depth(name) for name in ("basic", "standard", "deep")] == list(Depth)  # plain names read
     for depth, preset in DEPTH_PRESETS.items():
         budget = child_budget(depth.value)
         assert (budget.queries, budget.fetches, budget.tokens) == (
             preset.queries,
             preset.fetches,
-            preset.context_tokens,
+            preset.tokens,
         )
 
 

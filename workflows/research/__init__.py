@@ -18,12 +18,14 @@ from simone.workflows.research._models import (
     FetchMode as FetchMode,
     QueryRun as QueryRun,
     ResearchBudget as ResearchBudget,
+    ResearchLimits as ResearchLimits,
     ResearchStatus as ResearchStatus,
     Source as Source,
     StopReason as StopReason,
     WebResearchRequest as WebResearchRequest,
     WebResearchResult as WebResearchResult,
     depth_preset as depth_preset,
+    lowest as lowest,
 )
 from simone.workflows.research._plan import (
     PlannedQuery as PlannedQuery,
@@ -45,6 +47,7 @@ __all__ = (
     "PlannedQuery",
     "QueryRun",
     "ResearchBudget",
+    "ResearchLimits",
     "ResearchStatus",
     "Source",
     "SourceView",
@@ -57,5 +60,6 @@ __all__ = (
     "find_contradictions",
     "follow_up_queries",
     "initial_queries",
+    "lowest",
     "resolve_budget",
 )

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 from simone.runtime import WebSettings
-from simone.workflows.research._models import DEPTH_PRESETS, Depth, ResearchBudget, WebResearchRequest
-
-_FIELDS: tuple[tuple[str, str, str | None], ...] = (
-    # (request/budget field, preset field, cap field in WebSettings)
-    ("max_queries", "queries", "max_queries"),
-    ("max_fetches", "fetches", "max_fetches"),
-    ("max_iterations", "iterations", "max_iterations"),
-    ("results_per_query", "results_per_query", "max_results_per_query"),
-    ("min_sources", "min_sources", None),
-    ("max_context_tokens", "context_tokens", "max_context_tokens"),
+from simone.workflows.research._models import (
+    DEPTH_PRESETS,
+    ResearchBudget,
+    WebResearchRequest,
+    lowest,
 )
+
+_NAMES: dict[str, tuple[str, str | None]] = {
+    # preset field: (request/budget field, cap field in WebSettings)
+    "queries": ("max_queries", "max_queries"),
+    "fetches": ("max_fetches", "max_fetches"),
+    "iterations": ("max_iterations", "max_iterations"),
+    "results_per_query": ("results_per_query", "max_results_per_query"),
+    "min_sources": ("min_sources", None),
+    "tokens": ("max_context_tokens", "max_context_tokens"),
+}
 
 
 def resolve_budget(
@@ -29,28 +34,30 @@ def resolve_budget(
     Every lowered request value is noted in ``lowered``. ``min_sources`` is also bounded by what the
     queries can return at all.
     """
-    preset = DEPTH_PRESETS[Depth(request.depth)]
-    values: dict[str, int] = {}
+    preset = DEPTH_PRESETS[request.depth]
+    asked_by, capped_by = request.model_dump(), caps.model_dump()
+    asked = {name: asked_by[field] for name, (field, _) in _NAMES.items()}
+    configured = {name: capped_by[cap] for name, (_, cap) in _NAMES.items() if cap is not None}
+    wanted = lowest(preset, asked)
+    capped = lowest(wanted, configured)
+    caller = lowest(capped, {"tokens": None if context_tokens is None else max(1, context_tokens)})
     lowered: list[str] = []
-    for field, preset_field, cap_field in _FIELDS:
-        preset_value = int(getattr(preset, preset_field))
-        asked = getattr(request, field)
-        value = preset_value if asked is None else min(int(asked), preset_value)
-        if asked is not None and asked > preset_value:
+    before, after = wanted.model_dump(), capped.model_dump()
+    for name, (field, cap) in _NAMES.items():
+        if asked[name] is not None and asked[name] > before[name]:
             lowered.append(
-                f"{field} {asked} was lowered to {preset_value}, the most a {request.depth.value} run may use"
+                f"{field} {asked[name]} was lowered to {before[name]}, the most a {request.depth.value} run may use"
             )
-        if cap_field is not None:
-            cap = int(getattr(caps, cap_field))
-            if value > cap:
-                lowered.append(f"{field} {value} was lowered to the configured cap web.{cap_field} = {cap}")
-                value = cap
-        values[field] = value
-    if context_tokens is not None and values["max_context_tokens"] > context_tokens:
+        if after[name] < before[name]:
+            lowered.append(
+                f"{field} {before[name]} was lowered to the configured cap web.{cap} = {after[name]}"
+            )
+    if caller.tokens < capped.tokens:
         lowered.append(
-            f"max_context_tokens {values['max_context_tokens']} was lowered to the caller's budget of {context_tokens}"
+            f"max_context_tokens {capped.tokens} was lowered to the caller's budget of {context_tokens}"
         )
-        values["max_context_tokens"] = max(1, context_tokens)
+    final = caller.model_dump()
+    values = {field: final[name] for name, (field, _) in _NAMES.items()}
     reachable = values["max_queries"] * values["results_per_query"]
     if values["min_sources"] > reachable:
         lowered.append(

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from simone.runtime import (
@@ -15,6 +16,7 @@ from simone.runtime import (
     Freshness,
     InvalidRequest,
     ProviderFailure,
+    describe_validation_error,
 )
 
 MAX_QUESTION_CHARS = 2000
@@ -61,30 +63,79 @@ BUDGET_STOPS = frozenset({StopReason.MAX_ITERATIONS, StopReason.MAX_QUERIES, Sto
 """Stops that mean "a budget ran out" rather than "done" or "cannot"."""
 
 
-class DepthPreset(_Frozen):
-    """The numbers of one depth (DESIGN.md); requests may lower them, configuration caps bound them."""
+class ResearchLimits(_Frozen):
+    """Web searches, page fetches and evidence tokens: what research may use, or what it used.
 
-    queries: int
-    fetches: int
+    The one spelling of the triple: a depth's preset, a researcher's caps, a session's budget and what
+    a run spent are all one (see :func:`lowest` for how they bound each other).
+    """
+
+    queries: Annotated[int, Field(ge=0)] = 0
+    fetches: Annotated[int, Field(ge=0)] = 0
+    tokens: Annotated[int, Field(ge=0)] = 0
+
+    def limits(self) -> ResearchLimits:
+        """Just the triple (of a preset, caps or a budget that carry more)."""
+        return ResearchLimits(queries=self.queries, fetches=self.fetches, tokens=self.tokens)
+
+
+LimitsT = TypeVar("LimitsT", bound=ResearchLimits)
+
+LimitBound = ResearchLimits | Mapping[str, int | None] | None
+"""A bound on limits: a whole set (a configured cap, what a ledger has left), or some fields by name
+mapped to a number or ``None`` (a request's optional values: ``None`` bounds nothing)."""
+
+
+def lowest(limits: LimitsT, *bounds: LimitBound) -> LimitsT:
+    """``limits`` with every field lowered to the smallest of its bounds: research's one ``min(preset, request, cap)``.
+
+    ``limits`` is what a depth allows (or what was wanted); a request may only lower it, and caps bound
+    both. A :class:`ResearchLimits` bound lowers the triple; a mapping lowers the fields it names, which
+    may be any integer field of ``limits`` (a :class:`DepthPreset`'s ``iterations`` too). The result has
+    the type of ``limits``, its other fields unchanged.
+
+    Raises:
+        ValueError: a mapping names a field ``limits`` does not have.
+    """
+    current = limits.model_dump()
+    lowered: dict[str, int] = {}
+    for bound in bounds:
+        if bound is None:
+            continue
+        pairs = bound.limits().model_dump() if isinstance(bound, ResearchLimits) else bound
+        for name, value in pairs.items():
+            if name not in current:
+                raise ValueError(f"{type(limits).__name__} has no limit named {name!r}")
+            if value is not None:
+                lowered[name] = min(lowered.get(name, current[name]), value)
+    return type(limits).model_validate({**current, **lowered}) if lowered else limits
+
+
+class DepthPreset(ResearchLimits):
+    """The numbers of one depth (DESIGN.md); requests may lower them, configuration caps bound them.
+
+    ``queries``, ``fetches`` and ``tokens`` (evidence tokens) are what a researcher child at this
+    depth is given; ``iterations``, ``results_per_query`` and ``min_sources`` shape the run itself.
+    """
+
     iterations: int
     results_per_query: int
     min_sources: int
-    context_tokens: int
 
 
 DEPTH_PRESETS: dict[Depth, DepthPreset] = {
     Depth.BASIC: DepthPreset(
-        queries=1, fetches=1, iterations=1, results_per_query=3, min_sources=1, context_tokens=1500
+        queries=1, fetches=1, tokens=1500, iterations=1, results_per_query=3, min_sources=1
     ),
     Depth.STANDARD: DepthPreset(
-        queries=3, fetches=2, iterations=1, results_per_query=5, min_sources=2, context_tokens=4000
+        queries=3, fetches=2, tokens=4000, iterations=1, results_per_query=5, min_sources=2
     ),
     Depth.DEEP: DepthPreset(
-        queries=6, fetches=5, iterations=3, results_per_query=8, min_sources=5, context_tokens=10_000
+        queries=6, fetches=5, tokens=10_000, iterations=3, results_per_query=8, min_sources=5
     ),
 }
 """The one preset table of research depths (DESIGN.md): the workflow's budget and the size of a
-researcher child's budget (queries, fetches, context tokens) both come from here."""
+researcher child's budget (queries, fetches, tokens) both come from here."""
 
 
 def depth_preset(depth: Depth | str) -> DepthPreset:
@@ -141,10 +192,9 @@ class WebResearchRequest(_Frozen):
         try:
             return cls(question=question, **fields)
         except ValidationError as exc:
-            reasons = "; ".join(
-                f"{'.'.join(str(p) for p in err['loc']) or 'request'}: {err['msg']}" for err in exc.errors()
-            )
-            raise InvalidRequest(f"invalid web research request: {reasons}") from exc
+            raise InvalidRequest(
+                f"invalid web research request: {describe_validation_error(exc, limit=None, root='request')}"
+            ) from exc
 
 
 class ResearchBudget(_Frozen):
@@ -166,6 +216,16 @@ class ResearchBudget(_Frozen):
     estimator: str = "chars/4 ESTIMATED"
     lowered: list[str] = Field(default_factory=list)
     """Plain notes on request values that were lowered to the preset or a configured cap."""
+
+    def limits(self) -> ResearchLimits:
+        """The run's ``max_queries``, ``max_fetches`` and ``max_context_tokens`` as one value."""
+        return ResearchLimits(
+            queries=self.max_queries, fetches=self.max_fetches, tokens=self.max_context_tokens
+        )
+
+    def used(self) -> ResearchLimits:
+        """What the run used: ``queries_used``, ``fetches_used`` and ``used_tokens`` as one value."""
+        return ResearchLimits(queries=self.queries_used, fetches=self.fetches_used, tokens=self.used_tokens)
 
 
 class QueryRun(_Frozen):

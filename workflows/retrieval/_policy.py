@@ -23,6 +23,7 @@ from simone.runtime import (
     ProviderKind,
     ProviderSelection,
     TrustedContext,
+    describe_validation_error,
 )
 
 FORBIDDEN_MARK = "forbidden"
@@ -223,9 +224,7 @@ class SelectionPolicy:
                 parsed.append(SelectionRule.model_validate(dict(raw)))
             except ValidationError as exc:
                 name = raw.get("name", f"#{index + 1}") if isinstance(raw, Mapping) else f"#{index + 1}"
-                reasons = "; ".join(
-                    f"{'.'.join(str(p) for p in err['loc']) or 'rule'}: {err['msg']}" for err in exc.errors()
-                )
+                reasons = describe_validation_error(exc, limit=None, root="rule")
                 raise ConfigError(f"selection rule {name!r} is invalid: {reasons}") from exc
         return cls((*parsed, *(DEFAULT_RULES if include_defaults else ())), **options)
 

@@ -14,8 +14,7 @@ search indexes need to stay exact across processes (as SQLite's schema v3): a pe
 
 from __future__ import annotations
 
-from typing import Any
-
+from simone.providers.memory._backend import Db, scalar
 from simone.runtime import ConfigError
 
 _SCOPE_COLUMNS = ", ".join(
@@ -115,7 +114,7 @@ _V1 = [
 ]
 
 _V2 = [
-    # In-memory search indexes (postgres/_cache.py) stay exact across processes: every write that adds,
+    # In-memory search indexes (memory/_cache.py) stay exact across processes: every write that adds,
     # removes or re-analyses a record bumps its scope's epoch and logs the record in record_changes, in
     # the writer's transaction. Writers hold memory's advisory lock, so ``seq`` grows in commit order.
     # Statement-level triggers with transition tables: a bulk import pays once per statement, not per
@@ -181,7 +180,7 @@ SCHEMA_VERSION = len(MIGRATIONS)
 """The version this code writes."""
 
 
-def migrate(db: Any, address: str) -> int:
+def migrate(db: Db, address: str) -> int:
     """Bring the schema to :data:`SCHEMA_VERSION` inside the caller's write transaction.
 
     Returns:
@@ -191,8 +190,7 @@ def migrate(db: Any, address: str) -> int:
         ConfigError: the database was written by a newer simone.
     """
     db.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
-    row = db.execute("SELECT max(version) FROM schema_version").fetchone()
-    found = int(row[0] or 0)
+    found = int(scalar(db.execute("SELECT max(version) FROM schema_version")) or 0)
     if found > SCHEMA_VERSION:
         raise ConfigError(
             f"the memory database {address} has schema version {found}, newer than this simone "

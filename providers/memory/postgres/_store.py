@@ -1,9 +1,9 @@
 """PostgreSQL implementation of the memory and session stores: memory shared by a team.
 
-The same operations as :class:`~simone.providers.memory.SQLiteMemoryStore` (the backend-neutral ones of
-:mod:`simone.providers.memory._core`), on the PostgreSQL pieces: the pool and transactions
-(:mod:`~simone.providers.memory.postgres._connection`), the schema and its versions
-(:mod:`~simone.providers.memory.postgres._schema`) and BM25 in SQL
+:class:`PostgresMemoryStore` is the one memory store (:class:`~simone.providers.memory._memory.MemoryStoreImpl`,
+the same operations as :class:`~simone.providers.memory.SQLiteMemoryStore`) on the PostgreSQL backend: the
+pool, transactions and errors (:mod:`~simone.providers.memory.postgres._backend`), the schema and its
+versions (:mod:`~simone.providers.memory.postgres._schema`) and BM25 in SQL
 (:mod:`~simone.providers.memory.postgres._search`). Every scope rule is the same SQL condition as in
 SQLite (:func:`~simone.providers.memory._scope.scope_sql`).
 """
@@ -12,29 +12,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from simone.providers.memory._checklists import ChecklistItems
-from simone.providers.memory._core import DB
-from simone.providers.memory._editing import RecordEditing
-from simone.providers.memory._models import MemoryExport
-from simone.providers.memory._records import index_text
-from simone.providers.memory._retention import RecordRetention
-from simone.providers.memory._rows import RECORD_COLUMNS, record_values
-from simone.providers.memory._scope import scope_signature
-from simone.providers.memory._transfer import _OPTIMIZE_AFTER, MemoryTransfer
-from simone.providers.memory._vectors import VectorMemory
-from simone.providers.memory.postgres._search import PostgresSearch
-from simone.runtime import ConfigError, Settings
+from simone.providers.memory._clock import Clock, IdGenerator
+from simone.providers.memory._memory import MemoryStoreImpl
+from simone.providers.memory._terms import TermAnalyzer
+from simone.providers.memory.postgres._backend import PostgresBackend
+from simone.runtime import ConfigError, MemorySettings, Settings
 from simone.runtime.text import Analyzer
 
 
-class PostgresMemoryStore(
-    PostgresSearch,
-    RecordEditing,
-    ChecklistItems,
-    RecordRetention,
-    VectorMemory,
-    MemoryTransfer,
-):
+class PostgresMemoryStore(MemoryStoreImpl):
     """Structured and session memory in a PostgreSQL database (``MemoryStore``, ``SessionStore``, ``VectorStore``).
 
     Construction is cheap and imports nothing; open it with ``async with PostgresMemoryStore(url) as
@@ -52,6 +38,36 @@ class PostgresMemoryStore(
         connect_timeout_s: how long opening waits for the server.
     """
 
+    backend = "postgres"
+    """The backend's name."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        settings: MemorySettings | None = None,
+        analyzer: TermAnalyzer | None = None,
+        clock: Clock | None = None,
+        ids: IdGenerator | None = None,
+        purge_on_open: bool = True,
+        analyzer_key: str = "",
+        pool_size: int = 8,
+        connect_timeout_s: float = 10.0,
+    ) -> None:
+        settings = settings or MemorySettings()
+        self._postgres = PostgresBackend(
+            url, settings, pool_size=pool_size, connect_timeout_s=connect_timeout_s
+        )
+        super().__init__(
+            self._postgres,
+            settings=settings,
+            analyzer=analyzer,
+            clock=clock,
+            ids=ids,
+            purge_on_open=purge_on_open,
+            analyzer_key=analyzer_key,
+        )
+
     @classmethod
     def from_settings(cls, settings: Settings, **kwargs: Any) -> PostgresMemoryStore:
         """A store at ``settings.memory.url``."""
@@ -63,28 +79,12 @@ class PostgresMemoryStore(
             kwargs.setdefault("analyzer_key", settings.lexical.model_dump_json())
         return cls(url, settings=settings.memory, **kwargs)
 
-    def _import_rows(self, db: DB, document: MemoryExport, replace: bool) -> int:
-        """Records in one ``COPY`` (the rows, terms and order of the one-by-one path), then the rest.
+    @property
+    def address(self) -> str:
+        """The server and database, without the password."""
+        return self._postgres.address
 
-        A document naming one id twice keeps the one-by-one path (there the later copy replaces the
-        earlier one, or the import is refused, exactly as on SQLite).
-        """
-        ids = [record.id for record in document.records]
-        if len(ids) < 2 or len(set(ids)) != len(ids):
-            return super()._import_rows(db, document, replace)
-        if replace:
-            db.execute("DELETE FROM records WHERE id = ANY(CAST(? AS text[]))", (ids,))
-        numbers: dict[str, int] = {}
-        rows = []
-        for record in document.records:
-            signature = scope_signature(record.scope)
-            if signature not in numbers:
-                numbers[signature] = self._scope_number(db, signature)
-            title, body = index_text(record)
-            number = numbers[signature]
-            rows.append((*record_values(record), self._terms(title, number), self._terms(body, number)))
-        db.copy_rows("records", (*RECORD_COLUMNS, "fts_title", "fts_body"), rows)
-        rest = super()._import_rows(db, document.model_copy(update={"records": []}), replace)
-        if len(document.records) >= _OPTIMIZE_AFTER:
-            self._after_bulk_import(db)
-        return len(document.records) + rest
+    @property
+    def schema_version(self) -> int:
+        """The schema version of the open database (0 before opening)."""
+        return self._postgres.schema_version

@@ -8,9 +8,9 @@ a newer simone (a higher version) is refused rather than guessed at.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable
 
+from simone.providers.memory._backend import Db, scalar
 from simone.runtime import ConfigError
 
 _SCOPE_COLUMNS = ", ".join(
@@ -18,7 +18,7 @@ _SCOPE_COLUMNS = ", ".join(
 )
 
 
-def _v1(db: sqlite3.Connection) -> None:
+def _v1(db: Db) -> None:
     """Records with their FTS5 index, session turns and summaries with theirs, scope numbers, meta."""
     statements = [
         "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID",
@@ -95,7 +95,7 @@ def _v1(db: sqlite3.Connection) -> None:
         db.execute(statement)
 
 
-def _v2(db: sqlite3.Connection) -> None:
+def _v2(db: Db) -> None:
     """Vectors of records for the optional semantic leg, one per record and embedding space."""
     db.execute(
         """CREATE TABLE record_vectors (
@@ -113,7 +113,7 @@ def _v2(db: sqlite3.Connection) -> None:
     )
 
 
-def _v3(db: sqlite3.Connection) -> None:
+def _v3(db: Db) -> None:
     """A change counter per scope and a log of changed records, for in-memory search indexes.
 
     Every write that changes what full-text search indexes bumps the counter and logs the record. In-memory search indexes (:mod:`simone.providers.memory._cache`) compare the counter with the epoch
@@ -147,14 +147,14 @@ def _v3(db: sqlite3.Connection) -> None:
         db.execute(statement)
 
 
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2, _v3)
+MIGRATIONS: tuple[Callable[[Db], None], ...] = (_v1, _v2, _v3)
 """Migration ``i`` takes the schema from version ``i`` to ``i + 1``."""
 
 SCHEMA_VERSION = len(MIGRATIONS)
 """The version this code writes."""
 
 
-def migrate(db: sqlite3.Connection, path: str) -> int:
+def migrate(db: Db, path: str) -> int:
     """Bring the schema to :data:`SCHEMA_VERSION` inside the caller's write transaction.
 
     Returns:
@@ -163,7 +163,7 @@ def migrate(db: sqlite3.Connection, path: str) -> int:
     Raises:
         ConfigError: the database was written by a newer simone.
     """
-    found = int(db.execute("PRAGMA user_version").fetchone()[0])
+    found = int(scalar(db.execute("PRAGMA user_version")))
     if found > SCHEMA_VERSION:
         raise ConfigError(
             f"the memory database {path} has schema version {found}, newer than this simone understands "

@@ -1,50 +1,32 @@
-"""SQLite implementation of the memory and session stores.
+"""SQLite implementation of the memory and session stores (the embedded default).
 
-One connection per store, used by one worker thread at a time (an anyio ``CapacityLimiter`` of one),
-WAL journal, ``synchronous=NORMAL`` (a committed transaction survives a killed process), and every
-operation in its own ``BEGIN IMMEDIATE`` transaction with a busy timeout, so several processes can write
-the same file without losing anything. Lexical search is FTS5 over the shared analysis's terms (see
-:mod:`simone.providers.memory._terms`), ranked by ``bm25()`` with the title weighted 3, filtered by scope in
-SQL, ties broken by the newest update, then the id. Searches are answered from per-scope in-memory
-postings that reproduce ``bm25()`` bit for bit (:mod:`simone.providers.memory.sqlite._cache`; kept fresh
-by a change log every writer fills), and by FTS5 itself while a scope is changing a lot or does not fit
-(``memory.search_cache_postings``).
-
-The SQLite pieces: :mod:`~simone.providers.memory.sqlite._connection` (open, close, transactions, error
-translation), :mod:`~simone.providers.memory.sqlite._schema` (tables and migrations),
-:mod:`~simone.providers.memory.sqlite._search` and :mod:`~simone.providers.memory.sqlite._sessions`
-(FTS5 search), :mod:`~simone.providers.memory.sqlite._cache` (in-memory postings). The operations
-themselves are backend-neutral (:mod:`simone.providers.memory._core`).
+:class:`SQLiteMemoryStore` is the one memory store (:class:`~simone.providers.memory._memory.MemoryStoreImpl`)
+on the SQLite backend (:mod:`~simone.providers.memory.sqlite._backend`: one file, WAL, one connection per
+store, ``BEGIN IMMEDIATE`` writes, several processes can write the same file). Lexical search is FTS5 over
+the shared analysis's terms (see :mod:`simone.providers.memory._terms`), ranked by ``bm25()`` with the title
+weighted 3, filtered by scope in SQL, ties broken by the newest update, then the id. Searches are answered
+from per-scope in-memory postings that reproduce ``bm25()`` bit for bit (:mod:`simone.providers.memory._cache`;
+kept fresh by a change log every writer fills), and by FTS5 itself (:mod:`~simone.providers.memory.sqlite._search`)
+while a scope is changing a lot or does not fit (``memory.search_cache_postings``). The schema and its
+migrations: :mod:`~simone.providers.memory.sqlite._schema`.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 from typing import Any
 
-from simone.providers.memory._checklists import ChecklistItems
-from simone.providers.memory._core import DB
-from simone.providers.memory._editing import RecordEditing
-from simone.providers.memory._retention import RecordRetention
-from simone.providers.memory._transfer import MemoryTransfer
-from simone.providers.memory._vectors import VectorMemory
-from simone.providers.memory.sqlite._cache import prune_changes
-from simone.providers.memory.sqlite._search import RecordSearch
-from simone.providers.memory.sqlite._sessions import SQLiteSessionSearch
-from simone.runtime import Settings
+import anyio
+from simone.providers.memory._backend import Db
+from simone.providers.memory._clock import Clock, IdGenerator
+from simone.providers.memory._memory import MemoryStoreImpl
+from simone.providers.memory._terms import TermAnalyzer
+from simone.providers.memory.sqlite._backend import SQLiteBackend
+from simone.runtime import MemorySettings, Settings
 from simone.runtime.text import Analyzer
 
 
-class SQLiteMemoryStore(
-    RecordSearch,
-    SQLiteSessionSearch,
-    RecordEditing,
-    ChecklistItems,
-    RecordRetention,
-    VectorMemory,
-    MemoryTransfer,
-):
+class SQLiteMemoryStore(MemoryStoreImpl):
     """Structured and session memory in one SQLite file; implements ``MemoryStore`` and ``SessionStore``.
 
     Construction is cheap; open it with ``async with SQLiteMemoryStore(path) as store:`` (or
@@ -63,6 +45,33 @@ class SQLiteMemoryStore(
             a probe of its output it decides whether stored terms are stale and must be re-analysed.
     """
 
+    backend = "sqlite"
+    """The backend's name."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        settings: MemorySettings | None = None,
+        analyzer: TermAnalyzer | None = None,
+        clock: Clock | None = None,
+        ids: IdGenerator | None = None,
+        limiter: anyio.CapacityLimiter | None = None,
+        purge_on_open: bool = True,
+        analyzer_key: str = "",
+    ) -> None:
+        settings = settings or MemorySettings()
+        self._sqlite = SQLiteBackend(path, settings, limiter)
+        super().__init__(
+            self._sqlite,
+            settings=settings,
+            analyzer=analyzer,
+            clock=clock,
+            ids=ids,
+            purge_on_open=purge_on_open,
+            analyzer_key=analyzer_key,
+        )
+
     @classmethod
     def from_settings(cls, settings: Settings, **kwargs: Any) -> SQLiteMemoryStore:
         """A store at ``settings.memory.path`` or ``settings.data_dir / "memory.sqlite3"``."""
@@ -75,10 +84,13 @@ class SQLiteMemoryStore(
     @property
     def path(self) -> Path:
         """The database file."""
-        return self._path
+        return self._sqlite.path
 
-    _integrity_errors = (sqlite3.IntegrityError,)
+    async def optimize(self) -> None:
+        """Merge the full-text indexes into one segment each (faster searches after many writes)."""
 
-    def _after_bulk_import(self, db: DB) -> None:
-        db.execute("INSERT INTO records_fts (records_fts) VALUES ('optimize')")
-        prune_changes(db)
+        def transaction(db: Db) -> None:
+            db.execute("INSERT INTO records_fts (records_fts) VALUES ('optimize')")
+            db.execute("INSERT INTO turns_fts (turns_fts) VALUES ('optimize')")
+
+        await self._sqlite.run(lambda db: db.write(transaction))

@@ -20,7 +20,7 @@ from simone.providers.testing import HashEmbedder
 def onnx() -> OnnxMiniLMEmbedder:
     """The bundled all-MiniLM-L6-v2, started once for the whole session."""
     embedder = OnnxMiniLMEmbedder(intra_op_threads=2)
-    anyio.run(embedder.start)
+    anyio.run(embedder.open)
     return embedder
 
 

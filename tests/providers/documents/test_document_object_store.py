@@ -49,6 +49,15 @@ def test_credentials_are_refused_in_the_settings_and_never_shown() -> None:
         IndexLocation.of("gs://b/p")
     shown = IndexLocation.of("s3://b/p/", {"endpoint": "http://127.0.0.1:9"}).describe()
     assert shown["uri"] == "s3://b/p" and shown["backend"] == "s3" and "secret" not in json.dumps(shown)
+    # an endpoint or a refused URI is shown bare: no user part (an access key), no query (a signature)
+    endpoint = "http://AKID:s3cret@MinIO:9000/?X-Amz-Signature=s3cret"
+    assert IndexLocation.of("s3://b/p", {"endpoint": endpoint}).describe()["endpoint"] == "http://minio:9000/"
+    with pytest.raises(ConfigError) as refused:
+        IndexLocation.of("gs://AKID:s3cret@b/p?sig=s3cret")
+    assert "'gs://b/p'" in str(refused.value) and "s3cret" not in str(refused.value)
+    with pytest.raises(ConfigError) as refused:
+        IndexLocation.of("s3://b/p?X-Amz-Signature=s3cret")
+    assert "'s3://b/p'" in str(refused.value) and "s3cret" not in str(refused.value)
 
 
 def test_the_signature_is_aws_signature_v4_as_botocore_computes_it() -> None:

@@ -156,7 +156,7 @@ def test_a_file_that_is_not_a_database_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "c.sqlite3"
     path.write_bytes(b"definitely not sqlite" * 200)
     with pytest.raises(ConfigError, match="delete it"):
-        anyio.run(EmbeddingCache(path).start)
+        anyio.run(EmbeddingCache(path).open)
 
 
 def test_with_the_real_onnx_model_through_the_chain(tmp_path: Path) -> None:

@@ -163,7 +163,7 @@ def test_the_first_embed_starts_the_session_lazily() -> None:
         assert not embedder.started
         await embedder.embed(["hello"])
         started = embedder.started
-        await embedder.aclose()
+        await embedder.close()
         return started and not embedder.started
 
     assert anyio.run(go)

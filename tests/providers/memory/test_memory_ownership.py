@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from simone.providers.memory import (
+    MEMORY_STORE,
     ChecklistCreate,
     ChecklistUpdate,
     FactCreate,
@@ -299,13 +300,14 @@ async def test_mcp_tools_cannot_change_global_memory(tmp_path: Path, monkeypatch
     """The same refusal through the MCP server (in process) over the runtime's tool registry."""
     from mcp import Client
     from simone.agents import ORCHESTRATOR, Runtime
-    from simone.agents._mcp import build_server
+    from simone.agents.mcp import build_server
 
     for key in [key for key in os.environ if key.startswith("SIMONE_")]:
         monkeypatch.delenv(key)
     monkeypatch.chdir(tmp_path)
     async with Runtime(Settings(data_dir=tmp_path / "data"), documents=False, web=False) as runtime:
-        store: SQLiteMemoryStore = runtime.memory_store
+        store = runtime.published.require(MEMORY_STORE)
+        assert isinstance(store, SQLiteMemoryStore)
         target = await _targets(store, SYSTEM, global_=True)
         before = await _everything(store)
         attacker = runtime.admit({"actor": "mallory", "project": "apollo"}, timeout_s=None)

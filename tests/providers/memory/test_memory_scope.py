@@ -159,7 +159,7 @@ async def test_other_actors_conversation_id_in_arguments(
     with pytest.raises(NotFound):
         await update.invoke(store, alice, {"id": bobs.id, "status": "completed"})
     result = await memory_tool("search_todos").invoke(store, alice, {"query": "bob's todo"})
-    assert result == {"hits": []}
+    assert result.model_dump() == {"hits": []}
     assert (await store.get(bob, bobs.id)).status == "pending"
 
 

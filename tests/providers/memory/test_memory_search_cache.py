@@ -24,8 +24,8 @@ from simone.providers.memory import (
     NoteCreate,
     NoteUpdate,
     PostgresMemoryStore,
+    RecordHit,
     RecordKind,
-    SearchHit,
     SearchQuery,
     SequentialIds,
     SQLiteMemoryStore,
@@ -52,7 +52,7 @@ _READERS = [*_WRITERS, TrustedContext(actor="carol")]
 _SQL_ONLY = MemorySettings(search_cache_postings=0)
 
 
-def _ranking(hits: list[SearchHit]) -> list[tuple[str, float]]:
+def _ranking(hits: list[RecordHit]) -> list[tuple[str, float]]:
     return [(hit.record.id, hit.score) for hit in hits]
 
 

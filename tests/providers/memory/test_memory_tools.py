@@ -5,8 +5,35 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from simone.providers.memory import MEMORY_TOOL_NAMES, MEMORY_TOOLS, SQLiteMemoryStore, memory_tool
+from simone.providers.memory import (
+    MEMORY_TOOL_NAMES,
+    MEMORY_TOOLS,
+    HitsResult,
+    MemoryTool,
+    RecordResult,
+    RecordsResult,
+    SQLiteMemoryStore,
+    memory_tool as _memory_tool,
+)
 from simone.runtime import InvalidRequest, NotFound, TrustedContext
+
+
+class _AsJSON:
+    """A memory tool whose results are read here as their JSON (what an MCP client receives)."""
+
+    def __init__(self, tool: MemoryTool) -> None:
+        self.tool = tool
+
+    async def invoke(self, store: SQLiteMemoryStore, context: TrustedContext, raw: Any) -> dict[str, Any]:
+        result = await self.tool.invoke(store, context, raw)
+        assert isinstance(result, RecordResult | RecordsResult | HitsResult)
+        assert isinstance(result, self.tool.result_model)  # each tool returns the model it declares
+        return result.model_dump(mode="json")
+
+
+def memory_tool(name: str) -> _AsJSON:
+    return _AsJSON(_memory_tool(name))
+
 
 pytestmark = pytest.mark.anyio
 
@@ -154,3 +181,4 @@ def test_tool_catalogue() -> None:
     for tool in MEMORY_TOOLS:
         assert tool.description and tool.parameters()["type"] == "object"
         assert tool.args_model.model_config.get("extra") == "forbid"
+        assert tool.result_model in (RecordResult, RecordsResult, HitsResult)

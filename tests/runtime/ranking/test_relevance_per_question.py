@@ -130,9 +130,9 @@ OTHERS = {
 @pytest.fixture(scope="module")
 def onnx() -> Iterator[OnnxMiniLMEmbedder]:
     embedder = OnnxMiniLMEmbedder(intra_op_threads=2)
-    anyio.run(embedder.start)
+    anyio.run(embedder.open)
     yield embedder
-    anyio.run(embedder.aclose)
+    anyio.run(embedder.close)
 
 
 def _write(root: Path, files: dict[str, str]) -> Path:

@@ -47,9 +47,9 @@ QUESTION = "Kündigungsfrist Vertrag"
 @pytest.fixture(scope="module")
 def onnx() -> Iterator[OnnxMiniLMEmbedder]:
     embedder = OnnxMiniLMEmbedder(intra_op_threads=2)
-    anyio.run(embedder.start)
+    anyio.run(embedder.open)
     yield embedder
-    anyio.run(embedder.aclose)
+    anyio.run(embedder.close)
 
 
 @pytest.fixture

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings, strategies as st
 from simone.runtime import WebSettings
 from simone.runtime.text import default_analyzer
@@ -9,12 +10,15 @@ from simone.workflows.research import (
     DEPTH_PRESETS,
     CriticBreakdown,
     Depth,
+    DepthPreset,
+    ResearchLimits,
     SourceView,
     WebResearchRequest,
     critique,
     find_contradictions,
     follow_up_queries,
     initial_queries,
+    lowest,
     resolve_budget,
 )
 from simone.workflows.research._critic import authority_of, parse_date, recency_need
@@ -250,10 +254,41 @@ def test_budgets_never_exceed_presets_or_caps(
     assert 0 <= budget.max_fetches <= min(preset.fetches, settings_.max_fetches)
     assert 1 <= budget.max_iterations <= min(preset.iterations, settings_.max_iterations, budget.max_queries)
     assert 1 <= budget.results_per_query <= min(preset.results_per_query, settings_.max_results_per_query)
-    assert 1 <= budget.max_context_tokens <= min(preset.context_tokens, settings_.max_context_tokens)
+    assert 1 <= budget.max_context_tokens <= min(preset.tokens, settings_.max_context_tokens)
     if context_tokens is not None:
         assert budget.max_context_tokens <= context_tokens
     assert 1 <= budget.min_sources <= preset.min_sources
     for name, asked in values.items():
         if asked < getattr(budget, name) and name != "min_sources":
             raise AssertionError(f"{name}: asked {asked}, got more")
+
+
+_counts = st.integers(0, 10**6)
+_limits = st.builds(ResearchLimits, queries=_counts, fetches=_counts, tokens=_counts)
+_asked = st.fixed_dictionaries(
+    {},
+    optional={name: st.one_of(st.none(), _counts) for name in ("queries", "fetches", "tokens", "iterations")},
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    depth=st.sampled_from(list(Depth)), asked=_asked, caps=st.lists(st.one_of(st.none(), _limits), max_size=3)
+)
+def test_lowest_is_the_one_min_of_preset_request_and_caps(
+    depth: Depth, asked: dict[str, int | None], caps: list[ResearchLimits | None]
+) -> None:
+    preset = DEPTH_PRESETS[depth]
+    limits = lowest(preset, asked, *caps)
+    assert type(limits) is DepthPreset  # the preset's other fields ride along, lowered only when named
+    for name, start in preset.model_dump().items():
+        bounds = [asked.get(name)] + [
+            cap.model_dump()[name] for cap in caps if cap is not None and name in cap.model_dump()
+        ]
+        assert limits.model_dump()[name] == min([start] + [b for b in bounds if b is not None])
+    assert lowest(preset) is preset and lowest(preset, {"queries": None}, None) is preset
+
+
+def test_lowest_refuses_a_limit_it_does_not_carry() -> None:
+    with pytest.raises(ValueError, match="ResearchLimits has no limit named 'iterations'"):
+        lowest(ResearchLimits(queries=1), {"iterations": 1})

@@ -2,7 +2,7 @@
 
 :class:`Gate` is plain ASGI middleware in front of the MCP endpoint. For each HTTP request it
 
-1. maps the ``Authorization: Bearer`` token to its :class:`~simone.agents._tokens.Grant` (missing,
+1. maps the ``Authorization: Bearer`` token to its :class:`~simone.agents.serve.Grant` (missing,
    malformed, unknown, wrong, expired or revoked: **401**, and nothing runs; a token file the server
    may not trust or read — readable by others, not valid: **503**, the detail in the server log only);
 2. picks the project: the ``X-Simone-Project`` header if the token may read it (else **403**), or the
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
-from simone.agents._tokens import Grant, TokenStore, UnsafeTokenFile
+from simone.agents.serve._tokens import Grant, TokenStore, UnsafeTokenFile
 from simone.runtime import ConfigError, SimoneError, loads_untrusted
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 

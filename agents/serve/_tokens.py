@@ -9,10 +9,10 @@ the record — actor, the projects it may read, client, role, expiry — with th
 :class:`TokenStore` is the one interface the CLI and the server use; two stores implement it, chosen by
 ``[serve] tokens`` (:func:`open_token_store`):
 
-- ``file`` (default): :class:`~simone.agents._token_file.FileTokenStore`, a JSON file only its owner may
+- ``file`` (default): :class:`~simone.agents.serve.FileTokenStore`, a JSON file only its owner may
   read (``0600``), changed under an exclusive ``flock`` and replaced atomically, so concurrent creates
   and revokes never lose one another; a server re-reads it when it changes;
-- ``postgres``: :class:`~simone.agents._token_postgres.PostgresTokenStore`, a table in memory's
+- ``postgres``: :class:`~simone.agents.serve.PostgresTokenStore`, a table in memory's
   PostgreSQL database, shared by every host; a server re-reads it at most ``[serve] tokens_refresh_s``
   after its last read.
 
@@ -189,7 +189,7 @@ def _check_name(what: str, value: str) -> str:
 class UnsafeTokenFile(ConfigError):
     """The token file may be read or replaced by someone else: its mode or its owner is wrong.
 
-    Raised by every read of a :class:`~simone.agents._token_file.FileTokenStore` (``verify`` included)
+    Raised by every read of a :class:`~simone.agents.serve.FileTokenStore` (``verify`` included)
     until the file is fixed; the message names the file and the command that fixes it.
 
     Attributes:
@@ -345,9 +345,9 @@ def open_token_store(settings: Settings) -> TokenStore:
                 '[serve] tokens_file is the file store\'s; with tokens = "postgres" the tokens live in '
                 'PostgreSQL — remove tokens_file, or set tokens = "file"'
             )
-        from simone.agents._token_postgres import PostgresTokenStore
+        from simone.agents.serve._token_postgres import PostgresTokenStore
 
         return PostgresTokenStore(url, refresh_s=serve.tokens_refresh_s)
-    from simone.agents._token_file import FileTokenStore
+    from simone.agents.serve._token_file import FileTokenStore
 
     return FileTokenStore(tokens_path(settings))

@@ -5,7 +5,7 @@
 is an ``INSERT … ON CONFLICT DO NOTHING`` (a taken id draws again), a revoke an ``UPDATE`` of one row
 that keeps the first revocation time, so nothing a concurrent writer does can undo it.
 
-:meth:`~simone.agents._tokens.TokenStore.verify` answers from the whole table read at most
+:meth:`~simone.agents.serve.TokenStore.verify` answers from the whole table read at most
 ``refresh_s`` seconds ago (default 2 s: the bound on how long a revocation takes to reach every worker
 on every host), so a server queries PostgreSQL at most once per ``refresh_s``, not once per request. The
 process that revokes a token reads the table again at once. When the table cannot be read and the copy
@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from simone.agents._tokens import TokenRecord, TokenStore
+from simone.agents.serve._tokens import TokenRecord, TokenStore
 from simone.runtime import ConfigError, ProviderUnavailable, redact_url
 
 T = TypeVar("T")

@@ -2,10 +2,10 @@
 
 One ASGI app per worker process (Starlette): ``/mcp`` is the SDK's
 :class:`~mcp.server.streamable_http_manager.StreamableHTTPSessionManager` in **stateless** mode with JSON
-responses behind the :class:`~simone.agents._serve_gate.Gate` (bearer token → admitted scope, limits,
+responses behind the :class:`~simone.agents.serve.Gate` (bearer token → admitted scope, limits,
 request logs); ``/healthz`` answers while the process lives; ``/readyz`` answers 200 while the required
 backends (index, memory) answer — a research cache that does not answer shows as ``degraded`` —, with
-the same probes as ``simone doctor`` (:mod:`simone.agents._readiness` says which backend is required).
+the same probes as ``simone doctor`` (:func:`~simone.agents.serve.readiness` says which backend is required).
 
 Stateless mode is what lets several workers share one listening socket: no MCP session lives in one
 process, so any worker can answer any request, and the caller's scope comes with each request (its
@@ -33,14 +33,14 @@ import anyio
 from mcp.server import ServerRequestContext
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
-from simone.agents._addresses import AddressScrubber
-from simone.agents._mcp import build_scoped_server
-from simone.agents._readiness import readiness
 from simone.agents._runtime import Runtime
-from simone.agents._serve_gate import SCOPE_KEY, Admitted, Gate, TokenLimits
-from simone.agents._serve_http import HeaderDeadlineProtocol
-from simone.agents._tokens import Grant, Role, open_token_store
 from simone.agents._tools import ORCHESTRATOR, RESEARCHER, AgentProfile
+from simone.agents.mcp import build_scoped_server
+from simone.agents.serve._addresses import AddressScrubber
+from simone.agents.serve._gate import SCOPE_KEY, Admitted, Gate, TokenLimits
+from simone.agents.serve._http import HeaderDeadlineProtocol
+from simone.agents.serve._readiness import readiness
+from simone.agents.serve._tokens import Grant, Role, open_token_store
 from simone.providers.documents import IndexLocation, index_backend_status
 from simone.providers.memory import memory_backend, memory_backend_status
 from simone.runtime import (

@@ -11,7 +11,7 @@ trust; memory records with their ids — :mod:`simone.agents._tool_text`) plus t
 (:mod:`simone.runtime.tracing`), a child of the caller's trace when ``_meta`` carries a ``traceparent``.
 
 ``simone mcp`` serves these handlers (:func:`open_stdio_tools`) through
-:mod:`simone.agents._mcp_stdio`, which answers the handshake before this module is even imported.
+:mod:`simone.agents.mcp._stdio`, which answers the handshake before this module is even imported.
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ from typing import Any
 import anyio
 import mcp.types as types
 from mcp.server import Server, ServerRequestContext
-from simone.agents._mcp_stdio import ToolHandlers, server_version, stdio_instructions
-from simone.agents._providers import LAZY_OPTION
 from simone.agents._runtime import Runtime
 from simone.agents._tool_text import render_tool_result
 from simone.agents._tools import ORCHESTRATOR, RESEARCHER, AgentProfile, UnknownTool
+from simone.agents.mcp._stdio import ToolHandlers, server_version, stdio_instructions
+from simone.providers.documents import LAZY_OPTION
 from simone.runtime import Caller, Settings, SimoneError, TrustedContext
 from simone.runtime.tracing import fail, tool_call_span
 
@@ -104,6 +104,16 @@ def build_scoped_server(
     )
 
 
+def listed_tools(runtime: Runtime, profile: AgentProfile) -> types.ListToolsResult:
+    """``tools/list``'s answer for ``profile``: each of its tools' name, description and input schema."""
+    return types.ListToolsResult(
+        tools=[
+            types.Tool(name=t.name, description=t.description, input_schema=t.spec().parameters)
+            for t in runtime.registry.for_profile(profile)
+        ]
+    )
+
+
 def tool_handlers(
     runtime: Runtime,
     scope: Scope,
@@ -131,12 +141,7 @@ def tool_handlers(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         _, profile = scope(ctx)
-        return types.ListToolsResult(
-            tools=[
-                types.Tool(name=t.name, description=t.description, input_schema=t.spec().parameters)
-                for t in profile_tools(profile).values()
-            ]
-        )
+        return listed_tools(runtime, profile)
 
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams

@@ -7,9 +7,9 @@ own copy and rename it into place, the later erasing the earlier: a revocation u
 missing. The kernel drops an ``flock`` when its process ends, however it ends, so a crashed writer never
 leaves it held.
 
-A reader (a server's :meth:`~simone.agents._tokens.TokenStore.verify`) calls ``stat`` on the file at every
+A reader (a server's :meth:`~simone.agents.serve.TokenStore.verify`) calls ``stat`` on the file at every
 call. The mode and owner are checked each time — a ``chmod`` that lets others read the file is refused
-at the next call with :class:`~simone.agents._tokens.UnsafeTokenFile`, though it leaves the
+at the next call with :class:`~simone.agents.serve.UnsafeTokenFile`, though it leaves the
 modification time alone — and the records are read again when the file's modification time, size or
 inode changed, or while the file is younger than :data:`SETTLE_NS` (a change within one tick of the
 filesystem's clock keeps the time; re-reading for that long never misses it).
@@ -30,7 +30,7 @@ import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from simone.agents._tokens import TokenRecord, TokenStore, UnsafeTokenFile
+from simone.agents.serve._tokens import TokenRecord, TokenStore, UnsafeTokenFile
 from simone.runtime import ConfigError, ProviderUnavailable, owner_only_dir
 
 LOCK_SUFFIX = ".lock"
