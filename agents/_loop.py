@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from simone.agents._budget import BudgetLedger
 from simone.agents._chat import ChatMessage, ChatModel, ToolCall, Usage
 from simone.agents._evidence import EvidenceLedger
 from simone.agents._synthesis import StepRecord
@@ -99,105 +100,143 @@ async def run_tool_loop(
     history = list(messages)
     specs = registry.specs(profile)
     outcome = LoopOutcome(text=None, stop_reason="max_steps")
+    toolbox = _Toolbox(registry, profile, tool_context, ledger, render)
     seen: dict[str, int] = {}
     strikes = 0
-    ledger_of_session = tool_context.ledger
-    record = outcome.steps
+    session = tool_context.ledger
 
     for step in range(1, limits.max_steps + 1):
-        left = limits.max_tokens - outcome.usage.total_tokens
-        if ledger_of_session is not None:
-            left = min(left, ledger_of_session.available().tokens)
+        left = _tokens_left(limits, outcome.usage, session)
         if left <= 0:
-            outcome.stop_reason = "max_tokens"
-            return outcome
+            return _stop(outcome, "max_tokens")
         try:
             response = await model.complete(history, tools=specs, max_tokens=left)
         except ProviderError as exc:
-            outcome.stop_reason = "model_failed"
             outcome.failure = ProviderFailure.from_error(f"chat:{model.name}", exc)
-            record.append(StepRecord(step=step, action="model", detail=exc.message, outcome="error"))
-            return outcome
+            failed = StepRecord(step=step, action="model", detail=exc.message, outcome="error")
+            return _stop(outcome, "model_failed", failed)
         outcome.usage = outcome.usage + response.usage
-        session_spent = False
-        if ledger_of_session is not None:  # model tokens count against the session's budget too
-            available = ledger_of_session.available().tokens
-            ledger_of_session.charge(tokens=min(response.usage.total_tokens, available))
-            session_spent = response.usage.total_tokens >= available
+        session_spent = _charge_session(session, response.usage)
         message = response.message
         history.append(message)
         if not message.tool_calls:
             outcome.text = message.content
-            outcome.stop_reason = "answered"
-            record.append(StepRecord(step=step, action="answer", detail=f"{len(message.content)} characters"))
-            return outcome
+            answer = StepRecord(step=step, action="answer", detail=f"{len(message.content)} characters")
+            return _stop(outcome, "answered", answer)
         if outcome.usage.total_tokens >= limits.max_tokens or session_spent:
-            outcome.stop_reason = "max_tokens"
-            record.append(
-                StepRecord(step=step, action="model", detail="token budget spent", outcome="skipped")
-            )
-            return outcome
-        for index, call in enumerate(message.tool_calls):
-            if index >= limits.max_calls_per_step:
-                reply = f"refused: at most {limits.max_calls_per_step} tool calls per turn"
-                record.append(StepRecord(step=step, action=call.name, detail=reply, outcome="refused"))
-                history.append(ChatMessage(role="tool", content=reply, tool_call_id=call.id, name=call.name))
-                continue
-            key = _call_key(call)
-            seen[key] = seen.get(key, 0) + 1
-            if seen[key] > limits.max_repeats:
-                strikes += 1
-                reply = (
-                    f"refused: this exact call to {call.name!r} already ran {seen[key] - 1} time(s); "
-                    "use its result above, change the arguments, or answer"
-                )
-                record.append(StepRecord(step=step, action=call.name, detail=reply, outcome="refused"))
-                history.append(ChatMessage(role="tool", content=reply, tool_call_id=call.id, name=call.name))
-                continue
-            reply, result = await _serve(registry, profile, tool_context, call, ledger, render, step, record)
-            if result is not None:
-                outcome.results.append(result)
-            history.append(ChatMessage(role="tool", content=reply, tool_call_id=call.id, name=call.name))
+            spent = StepRecord(step=step, action="model", detail="token budget spent", outcome="skipped")
+            return _stop(outcome, "max_tokens", spent)
+        strikes += await _serve_turn(toolbox, message.tool_calls, step, limits, seen, history, outcome)
         if strikes > limits.max_repeats:
-            outcome.stop_reason = "repeated_calls"
-            return outcome
-    outcome.stop_reason = "max_steps"
+            return _stop(outcome, "repeated_calls")
+    return _stop(outcome, "max_steps")
+
+
+def _stop(outcome: LoopOutcome, reason: StopReason, why: StepRecord | None = None) -> LoopOutcome:
+    """End the loop with ``reason``, recording the step that says why (if one does)."""
+    outcome.stop_reason = reason
+    if why is not None:
+        outcome.steps.append(why)
     return outcome
 
 
-async def _serve(
-    registry: ToolRegistry,
-    profile: AgentProfile,
-    tool_context: ToolContext,
-    call: ToolCall,
-    ledger: EvidenceLedger,
-    render: ResultRenderer,
+def _tokens_left(limits: LoopLimits, usage: Usage, session: BudgetLedger | None) -> int:
+    """The model tokens the next turn may spend: the loop's bound, clamped to the session's budget."""
+    left = limits.max_tokens - usage.total_tokens
+    if session is not None:
+        left = min(left, session.available().tokens)
+    return left
+
+
+def _charge_session(session: BudgetLedger | None, usage: Usage) -> bool:
+    """Charge a turn's model tokens to the session's budget too; whether they spent all it had left."""
+    if session is None:
+        return False
+    available = session.available().tokens
+    session.charge(tokens=min(usage.total_tokens, available))
+    return usage.total_tokens >= available
+
+
+async def _serve_turn(
+    toolbox: _Toolbox,
+    calls: Sequence[ToolCall],
     step: int,
-    record: list[StepRecord],
-) -> tuple[str, BaseModel | None]:
-    try:
-        result = await registry.call(profile, tool_context, call.name, call.arguments)
-    except ScopeViolation as exc:
-        record.append(StepRecord(step=step, action=call.name, detail=str(exc), outcome="refused"))
-        raise
-    except UnknownTool as exc:
-        record.append(StepRecord(step=step, action=call.name, detail=str(exc), outcome="error"))
-        return f"error: {exc}", None
-    except InvalidRequest as exc:
-        record.append(StepRecord(step=step, action=call.name, detail=str(exc), outcome="error"))
-        return f"error: {exc}; fix the arguments and call again", None
-    except AccessDenied as exc:
-        record.append(StepRecord(step=step, action=call.name, detail=exc.message, outcome="refused"))
-        return f"refused: {exc.message}", None
-    except BudgetExceeded as exc:
-        record.append(StepRecord(step=step, action=call.name, detail=str(exc), outcome="refused"))
-        return f"refused: {exc}; answer with what you have", None
-    except ProviderError as exc:
-        record.append(StepRecord(step=step, action=call.name, detail=exc.message, outcome="error"))
-        return f"error ({exc.kind}): {exc.message}", None
-    except Exception as exc:  # noqa: BLE001 -- a tool bug becomes an error the model reads; cancellation propagates
-        detail = f"{type(exc).__name__}: {exc}"
-        record.append(StepRecord(step=step, action=call.name, detail=detail, outcome="error"))
-        return f"error: the tool failed ({detail})", None
-    record.append(StepRecord(step=step, action=call.name, detail=call.arguments[:200]))
-    return render(call.name, result, ledger), result
+    limits: LoopLimits,
+    seen: dict[str, int],
+    history: list[ChatMessage],
+    outcome: LoopOutcome,
+) -> int:
+    """Serve (or refuse) one turn's tool calls, each reply added to ``history``; the repeats refused."""
+    strikes = 0
+    for index, call in enumerate(calls):
+        refusal, repeated = _refusal(call, index, limits, seen)
+        if repeated:
+            strikes += 1
+        if refusal is not None:
+            reply = refusal
+            outcome.steps.append(StepRecord(step=step, action=call.name, detail=reply, outcome="refused"))
+        else:
+            reply, result = await toolbox.serve(call, step, outcome.steps)
+            if result is not None:
+                outcome.results.append(result)
+        history.append(ChatMessage(role="tool", content=reply, tool_call_id=call.id, name=call.name))
+    return strikes
+
+
+def _refusal(call: ToolCall, index: int, limits: LoopLimits, seen: dict[str, int]) -> tuple[str | None, bool]:
+    """Why the ``index``-th call of a turn is refused (``None``: serve it), and whether as a repeat.
+
+    A call within the turn's cap is counted in ``seen`` (by name and canonical arguments).
+    """
+    if index >= limits.max_calls_per_step:
+        return f"refused: at most {limits.max_calls_per_step} tool calls per turn", False
+    key = _call_key(call)
+    seen[key] = seen.get(key, 0) + 1
+    if seen[key] > limits.max_repeats:
+        return (
+            f"refused: this exact call to {call.name!r} already ran {seen[key] - 1} time(s); "
+            "use its result above, change the arguments, or answer"
+        ), True
+    return None, False
+
+
+@dataclass(frozen=True)
+class _Toolbox:
+    """What serving one tool call needs: the registry, the profile, the session's context and ledgers."""
+
+    registry: ToolRegistry
+    profile: AgentProfile
+    tool_context: ToolContext
+    ledger: EvidenceLedger
+    render: ResultRenderer
+
+    async def serve(
+        self, call: ToolCall, step: int, record: list[StepRecord]
+    ) -> tuple[str, BaseModel | None]:
+        """Run ``call``: the reply the model reads and the result (``None`` when the call failed)."""
+        try:
+            result = await self.registry.call(self.profile, self.tool_context, call.name, call.arguments)
+        except ScopeViolation as exc:
+            record.append(StepRecord(step=step, action=call.name, detail=str(exc), outcome="refused"))
+            raise
+        except UnknownTool as exc:
+            record.append(StepRecord(step=step, action=call.name, detail=str(exc), outcome="error"))
+            return f"error: {exc}", None
+        except InvalidRequest as exc:
+            record.append(StepRecord(step=step, action=call.name, detail=str(exc), outcome="error"))
+            return f"error: {exc}; fix the arguments and call again", None
+        except AccessDenied as exc:
+            record.append(StepRecord(step=step, action=call.name, detail=exc.message, outcome="refused"))
+            return f"refused: {exc.message}", None
+        except BudgetExceeded as exc:
+            record.append(StepRecord(step=step, action=call.name, detail=str(exc), outcome="refused"))
+            return f"refused: {exc}; answer with what you have", None
+        except ProviderError as exc:
+            record.append(StepRecord(step=step, action=call.name, detail=exc.message, outcome="error"))
+            return f"error ({exc.kind}): {exc.message}", None
+        except Exception as exc:  # noqa: BLE001 -- a tool bug becomes an error the model reads; cancellation propagates
+            detail = f"{type(exc).__name__}: {exc}"
+            record.append(StepRecord(step=step, action=call.name, detail=detail, outcome="error"))
+            return f"error: the tool failed ({detail})", None
+        record.append(StepRecord(step=step, action=call.name, detail=call.arguments[:200]))
+        return self.render(call.name, result, self.ledger), result

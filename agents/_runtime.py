@@ -64,7 +64,7 @@ from simone.runtime import (
     load_settings,
 )
 from simone.runtime.text import Analyzer
-from simone.workflows.research import WebResearchResult
+from simone.workflows.research import WebResearchResult, depth_of
 from simone.workflows.retrieval import SelectionPolicy, retrieve
 
 
@@ -370,11 +370,7 @@ class Runtime:
             ProviderNotConfigured: no search backend is configured.
         """
         self._ready()
-        try:
-            chosen = Depth(depth or self.settings.agents.research_depth)
-        except ValueError:
-            names = ", ".join(d.value for d in Depth)
-            raise InvalidRequest(f"unknown research depth {depth!r}; use one of {names}") from None
+        chosen = depth_of(depth or self.settings.agents.research_depth)
         session = self.session(context)
         if context.caller is Caller.ORCHESTRATOR:
             budget = child_budget(chosen, wall_s=self.settings.agents.child_wall_s)

@@ -1,7 +1,11 @@
 """``simone ask QUESTION`` — a cited answer from memory and the documents (offline by default).
 
-On a fresh machine with no index it first indexes the bundled sample documents (``agents.sample_docs``,
-else the ``docs/`` folder of the installed source tree), so the first question works with no set-up.
+The documents are the user's collection (``index.collection``). While it holds nothing, and no
+documents of the user's are named (``--docs``, ``agents.sample_docs``), the question is answered from
+simone's bundled handbook instead: its own collection, :data:`HANDBOOK_COLLECTION`, indexed on first
+use and never mixed into the user's (``--handbook`` asks it on purpose; ``simone index --drop
+simone-handbook`` removes it). With ``--docs PATH`` or ``agents.sample_docs``, an empty collection of
+the user's is filled from those first.
 """
 
 from __future__ import annotations
@@ -25,9 +29,12 @@ from simone.agents.cli._settings import (
     nonempty_text,
     settings_from_args,
 )
-from simone.runtime import ConfigError
+from simone.runtime import ConfigError, InvalidRequest, Settings
 
 EXIT_ABSTAINED = 3
+
+HANDBOOK_COLLECTION = "simone-handbook"
+"""The collection of simone's bundled handbook (``simone.agents.handbook``), apart from the user's."""
 
 
 def register(subparsers: Any) -> None:
@@ -46,6 +53,11 @@ def register(subparsers: Any) -> None:
         help="documents to index when no index exists (default: agents.sample_docs, else the bundled handbook)",
     )
     parser.add_argument("--no-auto-index", action="store_true", help="never index anything automatically")
+    parser.add_argument(
+        "--handbook",
+        action="store_true",
+        help=f"answer from simone's bundled handbook (collection {HANDBOOK_COLLECTION}) instead of your documents",
+    )
     parser.add_argument("--json", action="store_true", help="print the Answer as JSON")
     parser.set_defaults(func=run)
 
@@ -64,7 +76,10 @@ async def ensure_index(runtime: Runtime, docs: str | None, console: Console | No
     info = await index.info()
     if info is not None and info.rows:
         return None
-    chosen = Path(docs) if docs else runtime.settings.agents.sample_docs or bundled_docs()
+    handbook = runtime.settings.index.collection == HANDBOOK_COLLECTION
+    chosen = bundled_docs() if handbook else Path(docs) if docs else runtime.settings.agents.sample_docs
+    if chosen is None and not handbook:
+        return None  # nothing of the user's to index: the handbook answers instead (see run)
     if chosen is None or not await anyio.Path(chosen).exists():
         raise ConfigError(
             "the document index is empty and no sample documents were found; index your own with "
@@ -124,10 +139,49 @@ def print_answer(answer: Answer, console: Console) -> None:
     )
 
 
+async def _rows(settings: Settings) -> int:
+    """How many chunks the collection of ``settings`` holds (0: none, or no index at all yet)."""
+    from simone.providers.documents import DocumentStore, IndexLocation
+
+    location = IndexLocation.from_settings(settings)
+    if not location.remote and not await anyio.Path(location.uri).exists():
+        return 0
+    async with DocumentStore.at(location) as store:
+        collection = await store.open_collection(settings.index.collection)
+        return 0 if collection is None else await collection.count()
+
+
+async def answering_settings(settings: Settings, args: argparse.Namespace) -> tuple[Settings, bool]:
+    """The settings to answer with, and whether they name the handbook's collection instead of the user's.
+
+    The handbook answers when asked (``--handbook``), or when the user's collection is empty and no
+    documents of the user's are named to fill it (``--docs``, ``agents.sample_docs``).
+    """
+    if args.handbook and args.docs is not None:
+        raise InvalidRequest("--handbook answers from simone's handbook; --docs names your own: give one")
+    use_handbook = args.handbook or (
+        not args.no_auto_index
+        and args.docs is None
+        and settings.agents.sample_docs is None
+        and await _rows(settings) == 0
+    )
+    if not use_handbook:
+        return settings, False
+    index = settings.index.model_copy(update={"collection": HANDBOOK_COLLECTION})
+    return settings.model_copy(update={"index": index}), True
+
+
 async def run(args: argparse.Namespace) -> int:
     """Open the runtime, index the sample docs if needed, answer."""
-    settings = settings_from_args(args)
+    own = settings_from_args(args)
+    settings, handbook = await answering_settings(own, args)
     err = make_console(stderr=True)
+    if handbook and not args.json and not args.handbook:
+        err.print(
+            f"[dim]your document index ({escape(own.index.collection)}) is empty: "
+            f"answering from simone's handbook (collection {HANDBOOK_COLLECTION}). 'simone index PATH' "
+            f"indexes your own; 'simone index --drop {HANDBOOK_COLLECTION}' removes the handbook.[/]"
+        )
     async with Runtime.open(settings) as runtime:
         if not args.no_auto_index:
             await ensure_index(runtime, args.docs, None if args.json else err)

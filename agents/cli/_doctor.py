@@ -32,7 +32,7 @@ from simone.providers.documents import (
     index_backend_status,
     relevance_report,
 )
-from simone.providers.embeddings import EmbeddingCache, build_chain
+from simone.providers.embeddings import EmbeddingCache, OnnxMiniLMEmbedder, build_chain
 from simone.providers.memory import memory_backend_status
 from simone.runtime import (
     EmbeddingChain,
@@ -89,9 +89,10 @@ async def probe(chain: EmbeddingChain, timeout_s: float) -> list[dict[str, Any]]
             if getattr(vectors, "shape", None) != (1, embedder.space.dimension):
                 raise InvalidResponse(f"answered shape {getattr(vectors, 'shape', None)}")
             entry.update(ok=True, ms=round((time.perf_counter() - started) * 1000, 1))
-            execution = getattr(embedder, "execution_note", None)  # the bundled ONNX model: GPU or CPU
-            if isinstance(execution, str):
-                entry["execution"] = execution
+            if isinstance(embedder, OnnxMiniLMEmbedder):  # the bundled model: where it runs, GPU or CPU
+                execution = embedder.execution_note
+                if execution is not None:
+                    entry["execution"] = execution
         except TimeoutError:
             entry.update(ok=False, error=f"timeout: no answer within {timeout_s:g} s")
         except ProviderError as exc:

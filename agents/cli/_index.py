@@ -13,6 +13,9 @@ for a step not run), plus ``rebuilt_ann``: what ``--rebuild-ann`` did, one line 
 without it), and ``calibration``: per table whose relevance rule was fitted by this run, the fitted
 values (:meth:`~simone.providers.documents.SpaceCalibration.to_dict`) or ``{"error": why}``.
 
+``--drop COLLECTION`` removes a collection (its table and its extra spaces' tables) under its writer
+lock, e.g. ``simone-handbook``, the bundled handbook that ``simone ask`` indexes on a fresh machine.
+
 **Calibration** (docs/calibration.md): ``--calibrate`` fits the relevance rule for meaning (margin,
 band, floor) for the collection's embedding space(s) from the collection's own chunks and stores it
 with the space. It also happens on its own after indexing, once, for a space that has neither shipped
@@ -88,6 +91,14 @@ def register(subparsers: Any) -> None:
         "--no-embed", action="store_true", help="store new chunks as pending (lexical search only for now)"
     )
     parser.add_argument(
+        "--drop",
+        type=collection_name,
+        default=None,
+        metavar="COLLECTION",
+        help="remove a collection and its tables, e.g. simone-handbook (the handbook 'simone ask' indexes "
+        "on a fresh machine); alone, without PATHs",
+    )
+    parser.add_argument(
         "--json", action="store_true", help="print the report as one JSON object (see the module docs)"
     )
     parser.add_argument(
@@ -156,6 +167,8 @@ async def _ray_executor(args: argparse.Namespace, settings: Settings) -> AsyncIt
 
 async def run(args: argparse.Namespace) -> int:
     """Index the paths (and/or embed pending rows) and print the report."""
+    if args.drop is not None:
+        return await _drop(args)
     if not args.paths and not args.embed_pending and not args.rebuild_ann and not args.calibrate:
         raise InvalidRequest(
             "give at least one PATH to index, or --embed-pending, --rebuild-ann or --calibrate"
@@ -217,6 +230,20 @@ async def run(args: argparse.Namespace) -> int:
             out.print(escape(note))
         for name, fit in calibrated.items():
             print_calibration(name, fit, out)
+    return 0
+
+
+async def _drop(args: argparse.Namespace) -> int:
+    """``--drop COLLECTION``: remove it (alone: with PATHs or other steps it is refused)."""
+    if args.paths or args.embed_pending or args.rebuild_ann or args.calibrate or args.collection:
+        raise InvalidRequest("--drop COLLECTION runs alone: give no PATH, --collection or other step with it")
+    from simone.providers.documents import drop_collection
+
+    tables = await drop_collection(settings_from_args(args), args.drop)
+    if args.json:
+        sys.stdout.write(json.dumps({"dropped": args.drop, "tables": tables}, indent=2) + "\n")
+    else:
+        make_console().print(f"dropped collection {escape(args.drop)} ({len(tables)} table(s))")
     return 0
 
 

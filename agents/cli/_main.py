@@ -19,9 +19,12 @@ import argparse
 import importlib
 import os
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
+
+if TYPE_CHECKING:
+    from simone.agents.cli._settings import CliArgs
 
 COMMANDS: tuple[str, ...] = (
     "index",
@@ -132,15 +135,17 @@ def _parser(command: str | None, *, placeholders: bool) -> argparse.ArgumentPars
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (0 ok, 1 error, 2 usage, 3 no results where documented)."""
+    from simone.agents.cli._settings import CliArgs
+
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         # first parse: placeholders only, to learn the command (or print the top-level help/version)
-        first, _ = _parser(None, placeholders=True).parse_known_args(argv)
-        parser = build_parser(getattr(first, "command", None) or "")
-        args = parser.parse_args(argv)
+        first, _ = _parser(None, placeholders=True).parse_known_args(argv, CliArgs())
+        parser = build_parser(first.command or "")
+        args = parser.parse_args(argv, CliArgs())
     except SystemExit as exc:  # --help, --version, or a usage error (already printed, one line)
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
-    func: Callable[[Any], Awaitable[int]] | None = getattr(args, "func", None)
+    func = args.func
     if func is None:
         parser.print_help()
         return EXIT_USAGE
@@ -156,7 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             # The reader of stdout went away (`simone … | head`): nothing left to say to anyone.
             _silence_stdout()
             return EXIT_ERROR
-        return report(exc, _command(args), data_dir=getattr(args, "resolved_data_dir", None))
+        return report(exc, _command(args), data_dir=args.resolved_data_dir)
 
 
 def console() -> NoReturn:
@@ -291,9 +296,9 @@ def _one_line(text: str) -> str:
     return "; ".join(part for part in parts if part) or "(no message)"
 
 
-def _command(args: argparse.Namespace) -> str:
-    sub = getattr(args, "memory_command", None) or getattr(args, "token_command", None)
-    words = ["simone", getattr(args, "command", None), sub]
+def _command(args: CliArgs) -> str:
+    sub = args.memory_command or args.token_command
+    words = ["simone", args.command, sub]
     return " ".join(w for w in words if w)
 
 

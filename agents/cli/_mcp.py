@@ -67,6 +67,6 @@ async def run(args: argparse.Namespace) -> int:
         name="simone",
         version=server_version(),
         instructions=stdio_instructions(args.role, event["actor"]),
-        report=lambda exc: report(exc, "simone mcp", data_dir=getattr(args, "resolved_data_dir", None)),
+        report=lambda exc: report(exc, "simone mcp", data_dir=args.resolved_data_dir),
     )
     return 0 if failure is None else EXIT_ERROR

@@ -10,7 +10,6 @@ import argparse
 import sys
 from typing import Any
 
-from pydantic import BaseModel
 from rich.console import Console
 from rich.markup import escape
 from simone.agents._runtime import Runtime
@@ -79,13 +78,12 @@ async def run(args: argparse.Namespace) -> int:
         return EXIT_NOT_CONFIGURED
     async with Runtime.open(settings, documents=False) as runtime:
         context = runtime.admit(event_from_args(args, args.question))
-        result: BaseModel = await runtime.research(context, args.question, depth=args.depth)
+        result = await runtime.research(context, args.question, depth=args.depth)
     if args.json:
         sys.stdout.write(result.model_dump_json(indent=2) + "\n")
     else:
         print_research(result, make_console())
-    evidence = getattr(result, "evidence", [])
-    return 0 if evidence else EXIT_NO_EVIDENCE
+    return 0 if result.evidence else EXIT_NO_EVIDENCE
 
 
 def _quote(text: str) -> str:

@@ -94,8 +94,8 @@ async def run(args: argparse.Namespace) -> int:
                 + " — see docs/team.md, or run one worker"
             )
     options = ServeOptions(
-        config=getattr(args, "config", None),
-        data_dir=getattr(args, "data_dir", None),
+        config=args.config,
+        data_dir=args.data_dir,
         host=host,
         open_actor=args.actor,
         open_projects=tuple(args.project or ()),

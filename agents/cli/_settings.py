@@ -7,6 +7,7 @@ import getpass
 import math
 import os
 import re
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,8 +15,34 @@ if TYPE_CHECKING:
     from simone.runtime import Settings
 
 
+class CliArgs(argparse.Namespace):
+    """The parsed command line (``simone``'s parser parses into one): the attributes every command has.
+
+    A command's own options (``--json``, ``--actor``…) are set by argparse as on any namespace.
+
+    Attributes:
+        config: ``--config``, if given.
+        data_dir: ``--data-dir``, if given.
+        command: the command (``None``: none given).
+        memory_command, token_command: the sub-command of ``simone memory`` and ``simone token``.
+        func: the command's ``async def (args) -> int`` (``None``: no command given).
+        resolved_data_dir: the data directory of the loaded settings (set by :func:`settings_from_args`).
+    """
+
+    config: str | None = None
+    data_dir: str | None = None
+    command: str | None = None
+    memory_command: str | None = None
+    token_command: str | None = None
+    func: Callable[[Any], Awaitable[int]] | None = None
+    resolved_data_dir: Path | None = None
+
+
 def settings_from_args(args: argparse.Namespace) -> Settings:
     """The settings for a command: ``--config`` and ``--data-dir`` over the environment and the file.
+
+    Args:
+        args: the parsed command line (a :class:`CliArgs`, which always has ``config`` and ``data_dir``).
 
     Raises:
         ConfigError: the settings are invalid, or the data directory cannot be a folder (it is a file,
@@ -24,10 +51,9 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     from simone.runtime import load_settings
 
     overrides: dict[str, Any] = {}
-    data_dir = getattr(args, "data_dir", None)
-    if data_dir:
-        overrides["data_dir"] = data_dir
-    settings = load_settings(getattr(args, "config", None), **overrides)
+    if args.data_dir:
+        overrides["data_dir"] = args.data_dir
+    settings = load_settings(args.config, **overrides)
     check_data_dir(Path(settings.data_dir))
     args.resolved_data_dir = Path(settings.data_dir)  # for the error report (a read-only data dir)
     return settings

@@ -24,7 +24,7 @@ import math
 import os
 import socket
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -35,12 +35,12 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from simone.agents._runtime import Runtime
 from simone.agents._tools import ORCHESTRATOR, RESEARCHER, AgentProfile
-from simone.agents.mcp import build_scoped_server
+from simone.agents.mcp import Scope, build_scoped_server
 from simone.agents.serve._addresses import AddressScrubber
 from simone.agents.serve._gate import SCOPE_KEY, Admitted, Gate, TokenLimits
 from simone.agents.serve._http import HeaderDeadlineProtocol
 from simone.agents.serve._readiness import readiness
-from simone.agents.serve._tokens import Grant, Role, open_token_store
+from simone.agents.serve._tokens import Grant, Role, TokenStore, open_token_store
 from simone.providers.documents import IndexLocation, index_backend_status
 from simone.providers.memory import memory_backend, memory_backend_status
 from simone.runtime import (
@@ -170,6 +170,12 @@ def _profile(role: Role) -> tuple[AgentProfile, Caller]:
     return ORCHESTRATOR, Caller.ORCHESTRATOR
 
 
+_INSTRUCTIONS = (
+    "simone tools. Your scope (actor, project, role) comes from your bearer token; "
+    "tool arguments never carry scope."
+)
+
+
 def create_app(settings: Settings, options: ServeOptions | None = None) -> Starlette:
     """The ASGI app of one worker: ``/mcp``, ``/healthz`` and ``/readyz`` (see the module docstring).
 
@@ -187,6 +193,38 @@ def create_app(settings: Settings, options: ServeOptions | None = None) -> Starl
         tokens.records()  # an unsafe or invalid token file, or an unreachable database, stops the start here
     runtime = Runtime.open(settings)
     limits = TokenLimits(serve.max_concurrent_calls, serve.calls_per_minute, streams=serve.max_open_streams)
+    server = build_scoped_server(
+        runtime,
+        _scope_of(runtime, serve.call_timeout_s),
+        instructions=_INSTRUCTIONS,
+        timeout_s=serve.call_timeout_s,
+        redact=AddressScrubber.for_settings(settings),
+    )
+    manager = StreamableHTTPSessionManager(
+        server,
+        stateless=True,
+        json_response=True,
+        security_settings=_transport_security(options.host or serve.host),
+    )
+    gate = Gate(
+        manager.handle_request,
+        tokens=tokens,
+        limits=limits,
+        open_grant=open_grant,
+        body_timeout_s=serve.body_timeout_s,
+    )
+    return Starlette(
+        routes=[
+            Route("/healthz", _healthz, methods=["GET"]),
+            Route("/readyz", _readyz(settings, runtime), methods=["GET"]),
+            Route(MCP_PATH, gate),
+        ],
+        lifespan=_lifespan(runtime, manager, tokens),
+    )
+
+
+def _scope_of(runtime: Runtime, timeout_s: float) -> Scope:
+    """The MCP server's scope function: each request's context and profile, from its admitted caller."""
 
     def scope(ctx: ServerRequestContext[Any]) -> tuple[TrustedContext, AgentProfile]:
         request = ctx.request
@@ -196,40 +234,30 @@ def create_app(settings: Settings, options: ServeOptions | None = None) -> Starl
         grant = admitted.grant
         profile, role = _profile(grant.role)
         event = {"actor": grant.actor, "project": admitted.project, "client": grant.client}
-        return runtime.admit(event, caller=role, timeout_s=serve.call_timeout_s), profile
+        return runtime.admit(event, caller=role, timeout_s=timeout_s), profile
 
-    server = build_scoped_server(
-        runtime,
-        scope,
-        instructions=(
-            "simone tools. Your scope (actor, project, role) comes from your bearer token; "
-            "tool arguments never carry scope."
-        ),
-        timeout_s=serve.call_timeout_s,
-        redact=AddressScrubber.for_settings(settings),
+    return scope
+
+
+def _transport_security(host: str) -> TransportSecuritySettings | None:
+    """DNS-rebinding protection for a server on loopback; ``None`` (the SDK's default) elsewhere."""
+    if not is_loopback(host):
+        return None
+    loopback = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=loopback,
+        allowed_origins=[f"http://{allowed}" for allowed in loopback],
     )
-    security = None
-    if is_loopback(options.host or serve.host):
-        loopback = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
-        security = TransportSecuritySettings(
-            enable_dns_rebinding_protection=True,
-            allowed_hosts=loopback,
-            allowed_origins=[f"http://{host}" for host in loopback],
-        )
-    manager = StreamableHTTPSessionManager(
-        server, stateless=True, json_response=True, security_settings=security
-    )
-    gate = Gate(
-        manager.handle_request,
-        tokens=tokens,
-        limits=limits,
-        open_grant=open_grant,
-        body_timeout_s=serve.body_timeout_s,
-    )
+
+
+async def _healthz(request: Request) -> JSONResponse:
+    return JSONResponse({"status": "ok", "worker": os.getpid()})
+
+
+def _readyz(settings: Settings, runtime: Runtime) -> Callable[[Request], Awaitable[JSONResponse]]:
+    """The ``/readyz`` endpoint: the backends' checks and the verdict, each kept for 2 s."""
     ready: dict[str, Any] = {"at": 0.0, "body": None}
-
-    async def healthz(request: Request) -> JSONResponse:
-        return JSONResponse({"status": "ok", "worker": os.getpid()})
 
     async def readyz(request: Request) -> JSONResponse:
         now = time.monotonic()
@@ -240,6 +268,14 @@ def create_app(settings: Settings, options: ServeOptions | None = None) -> Starl
         body = ready["body"]
         return JSONResponse(body, status_code=200 if body["ready"] else 503)
 
+    return readyz
+
+
+def _lifespan(
+    runtime: Runtime, manager: StreamableHTTPSessionManager, tokens: TokenStore | None
+) -> Callable[[Starlette], contextlib.AbstractAsyncContextManager[None]]:
+    """The app's lifespan: the runtime and the session manager open, the token store closed at the end."""
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with runtime, manager.run():
@@ -249,14 +285,7 @@ def create_app(settings: Settings, options: ServeOptions | None = None) -> Starl
                 if tokens is not None:
                     tokens.close()
 
-    return Starlette(
-        routes=[
-            Route("/healthz", healthz, methods=["GET"]),
-            Route("/readyz", readyz, methods=["GET"]),
-            Route(MCP_PATH, gate),
-        ],
-        lifespan=lifespan,
-    )
+    return lifespan
 
 
 def app_from_environment() -> Starlette:

@@ -187,37 +187,10 @@ class Gate:
             log_request(entry)
 
     async def _handle(self, scope: Scope, receive: Receive, send: Send, entry: dict[str, Any]) -> None:
+        """Admit one HTTP request (token, project, body, limits) and hand it on, or refuse it."""
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-        try:
-            authorization = headers.get("authorization")
-            if self.tokens is not None and self.tokens.blocking:  # never hold the event loop on a network
-                grant = await anyio.to_thread.run_sync(self._grant, authorization)
-            else:
-                grant = self._grant(authorization)
-        except ConfigError as exc:  # the token file turned unsafe or invalid while serving
-            entry["refused"] = "token_file"
-            await _reply(send, 503, "token_file_unsafe", self._token_file_problem(exc), {"retry-after": "30"})
-            return
-        except SimoneError as exc:  # a token store on a server (PostgreSQL) that does not answer
-            entry["refused"] = "token_store"
-            server_log.warning("the token store did not answer: %s", exc)
-            await _reply(
-                send,
-                503,
-                "token_store_unavailable",
-                "the server cannot check tokens now; retry later",
-                {"retry-after": "5"},
-            )
-            return
+        grant = await self._authenticate(headers.get("authorization"), send, entry)
         if grant is None:
-            entry["refused"] = "token"
-            await _reply(
-                send,
-                401,
-                "invalid_token",
-                "a valid bearer token is required: 'Authorization: Bearer smn_…' from 'simone token create'",
-                {"www-authenticate": 'Bearer error="invalid_token"'},
-            )
             return
         entry["token"] = grant.token_id
         entry["actor"] = grant.actor
@@ -228,28 +201,10 @@ class Gate:
             return
         project = wanted if wanted is not None else (grant.projects[0] if grant.projects else None)
         post = scope.get("method") == "POST"
-        try:
-            with anyio.fail_after(self.body_timeout_s):
-                body = await _read_body(receive, self.max_body) if post else b""
-            rpc, tool = _rpc_of(_decode(body))
-        except _BodyTooLarge:
-            entry["refused"] = "size"
-            await _reply(send, 413, "too_large", f"the request body is over {self.max_body} bytes")
+        read = await self._read_rpc(receive, send, entry, post=post)
+        if read is None:
             return
-        except TimeoutError:
-            entry["refused"] = "slow_body"
-            await _reply(
-                send,
-                408,
-                "request_timeout",
-                f"the request body did not arrive within {self.body_timeout_s:g} s",
-                {"connection": "close"},
-            )
-            return
-        except _BadBody as exc:
-            entry["refused"] = "parse"
-            await _parse_error(send, str(exc))
-            return
+        body, rpc, tool = read
         if rpc:
             entry["rpc"] = rpc
         if tool:
@@ -262,6 +217,75 @@ class Gate:
         if rpc != "tools/call":
             await self.app(scope, replay, send)
             return
+        await self._call(scope, replay, send, grant, entry)
+
+    async def _authenticate(
+        self, authorization: str | None, send: Send, entry: dict[str, Any]
+    ) -> Grant | None:
+        """The caller's grant; ``None`` once the refusal (401, or 503 for the token store) is sent."""
+        try:
+            if self.tokens is not None and self.tokens.blocking:  # never hold the event loop on a network
+                grant = await anyio.to_thread.run_sync(self._grant, authorization)
+            else:
+                grant = self._grant(authorization)
+        except ConfigError as exc:  # the token file turned unsafe or invalid while serving
+            entry["refused"] = "token_file"
+            await _reply(send, 503, "token_file_unsafe", self._token_file_problem(exc), {"retry-after": "30"})
+            return None
+        except SimoneError as exc:  # a token store on a server (PostgreSQL) that does not answer
+            entry["refused"] = "token_store"
+            server_log.warning("the token store did not answer: %s", exc)
+            await _reply(
+                send,
+                503,
+                "token_store_unavailable",
+                "the server cannot check tokens now; retry later",
+                {"retry-after": "5"},
+            )
+            return None
+        if grant is None:
+            entry["refused"] = "token"
+            await _reply(
+                send,
+                401,
+                "invalid_token",
+                "a valid bearer token is required: 'Authorization: Bearer smn_…' from 'simone token create'",
+                {"www-authenticate": 'Bearer error="invalid_token"'},
+            )
+        return grant
+
+    async def _read_rpc(
+        self, receive: Receive, send: Send, entry: dict[str, Any], *, post: bool
+    ) -> tuple[bytes, str | None, str | None] | None:
+        """The body (a ``POST``'s, else empty), its JSON-RPC method and tool; ``None`` once 413/408/400 is sent."""
+        try:
+            with anyio.fail_after(self.body_timeout_s):
+                body = await _read_body(receive, self.max_body) if post else b""
+            rpc, tool = _rpc_of(_decode(body))
+        except _BodyTooLarge:
+            entry["refused"] = "size"
+            await _reply(send, 413, "too_large", f"the request body is over {self.max_body} bytes")
+            return None
+        except TimeoutError:
+            entry["refused"] = "slow_body"
+            await _reply(
+                send,
+                408,
+                "request_timeout",
+                f"the request body did not arrive within {self.body_timeout_s:g} s",
+                {"connection": "close"},
+            )
+            return None
+        except _BadBody as exc:
+            entry["refused"] = "parse"
+            await _parse_error(send, str(exc))
+            return None
+        return body, rpc, tool
+
+    async def _call(
+        self, scope: Scope, receive: Receive, send: Send, grant: Grant, entry: dict[str, Any]
+    ) -> None:
+        """A ``tools/call``, held to the token's limits of calls at once and per minute."""
         wait = self.limits.acquire(grant.token_id)
         if wait is not None:
             entry["refused"] = "limit"
@@ -274,7 +298,7 @@ class Gate:
             )
             return
         try:
-            await self.app(scope, replay, send)
+            await self.app(scope, receive, send)
         finally:
             self.limits.release(grant.token_id)
 

@@ -22,6 +22,7 @@ if _TYPE_CHECKING:
         HFTokenCounter as HFTokenCounter,
         TokenCounter as TokenCounter,
     )
+    from simone.providers.documents._drop import drop_collection as drop_collection
     from simone.providers.documents._factory import (
         DOCUMENT_INDEX as DOCUMENT_INDEX,
         LAZY_OPTION as LAZY_OPTION,
@@ -93,6 +94,7 @@ __all__ = (
     "calibrate_missing",
     "count_duplicates",
     "discover",
+    "drop_collection",
     "duplicate_chunks",
     "has_shipped_calibration",
     "import_ray",
@@ -106,6 +108,7 @@ __all__ = (
 )
 
 _HOMES: dict[str, str] = {
+    "drop_collection": "simone.providers.documents._drop",
     "DOCUMENT_INDEX": "simone.providers.documents._factory",
     "LAZY_OPTION": "simone.providers.documents._factory",
     "LazyDocuments": "simone.providers.documents._factory",

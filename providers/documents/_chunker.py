@@ -18,15 +18,18 @@ import re
 from array import array
 from bisect import bisect_left
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import accumulate
 from typing import Protocol
 
 from simone.providers.documents._loaders import LoadedDocument
 from simone.runtime import ConfigError
 
-CHUNKER_VERSION = 2
-"""Bumped whenever the same text would be chunked differently (files are then re-chunked)."""
+CHUNKER_VERSION = 3
+"""Bumped whenever the same text would be chunked differently (files are then re-chunked).
+
+3: titles come from the first heading outside code fences (a fenced ``#`` comment titled files before),
+and chunks carry the title in their embedded context line."""
 
 CONTEXT_MAX_TOKENS = 24
 """The context line (title › headings) is cut to this many tokens so the chunk keeps most room."""
@@ -568,7 +571,7 @@ class _DocumentTokens:
 
 
 def _with_tokens(chunk: Chunk, tokens: int) -> Chunk:
-    return Chunk(**{**{name: getattr(chunk, name) for name in Chunk.__slots__}, "tokens": tokens})
+    return replace(chunk, tokens=tokens)
 
 
 def _paragraph_blocks(lines: list[str], start: int, end: int) -> list[tuple[int, int]]:

@@ -59,27 +59,21 @@ class LazyDocuments:
     the open instead of timing out.
     """
 
+    kind = ProviderKind.DOCUMENT_INDEX
+    """Always ``document-index``."""
+
     def __init__(self, settings: Settings, stack: AsyncExitStack, *, name: str = "documents") -> None:
         from simone.providers.embeddings import build_chain
 
         self._settings = settings
         self._stack = stack
-        self._name = name
+        self.name = name
+        """The provider's name (``documents``)."""
         self.chain: EmbeddingChain = build_chain(settings.embeddings, data_dir=settings.data_dir)
         self._lock = anyio.Lock()
         self._provider: Provider | None = None
         self._chain_entered = False
         self.index: DocumentIndex | None = None
-
-    @property
-    def name(self) -> str:
-        """The provider's name (``documents``)."""
-        return self._name
-
-    @property
-    def kind(self) -> ProviderKind:
-        """Always ``document-index``."""
-        return ProviderKind.DOCUMENT_INDEX
 
     async def open(self) -> Provider:
         """The real provider, opening the index first if this is the first use."""
@@ -99,7 +93,7 @@ class LazyDocuments:
                         DocumentIndex.open(self._settings, chain=self.chain)
                     )
                 self.index = index
-                self._provider = DocumentIndexProvider(index, name=self._name)
+                self._provider = DocumentIndexProvider(index, name=self.name)
         return self._provider
 
     async def prepare(self) -> None:

@@ -31,13 +31,13 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import anyio
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
-from anyio.streams.memory import MemoryObjectReceiveStream
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from simone.providers.documents._chunker import Chunk, Chunker, HFTokenCounter, TokenCounter
 from simone.providers.documents._integrity import repair_duplicates
 from simone.providers.documents._loaders import (
@@ -243,11 +243,19 @@ class IndexExecutor(Protocol):
         ...
 
 
+@runtime_checkable
+class _WithTokenizer(Protocol):
+    """An embedder that shows its model's tokenizer (the bundled ONNX embedder does)."""
+
+    @property
+    def tokenizer(self) -> object: ...
+
+
 def _bundled_counter(chain: EmbeddingChain | None) -> TokenCounter:
     """The tokenizer of the chain's ONNX embedder, or the bundled one."""
     if chain is not None:
         for embedder in chain.embedders:
-            tokenizer = getattr(embedder, "tokenizer", None)
+            tokenizer = embedder.tokenizer if isinstance(embedder, _WithTokenizer) else None
             if tokenizer is not None:
                 try:
                     return HFTokenCounter(tokenizer)
@@ -380,7 +388,7 @@ class DocumentIndex:
     @property
     def extra_spaces(self) -> tuple[EmbeddingSpace, ...]:
         """The extra spaces the collection carries (the chain's ``extra_spaces``), besides its own."""
-        spaces: tuple[EmbeddingSpace, ...] = getattr(self.chain, "extra_spaces", ())
+        spaces = self.chain.extra_spaces
         own = self._collection.space if self._collection is not None else self.pinned_space
         return tuple(space for space in spaces if space != own)
 
@@ -491,45 +499,10 @@ class DocumentIndex:
             state = _RunState(embed=embed, executor=executor)
             seen: set[str] = set()
             self._notify(progress, report)
-            # Reading and chunking (a worker thread) run ahead of embedding and writing, so the
-            # model is never idle waiting for the next files.
-            send, receive = anyio.create_memory_object_stream[list[_Prepared]](PREPARE_AHEAD)
-
-            errors: list[Exception] = []
-
-            async def produce() -> None:
-                async with send:
-                    try:
-                        if executor is not None:
-                            prepared_groups = executor.prepared(self.preparer, sources, existing, project)
-                            async for prepared in prepared_groups:
-                                await send.send(prepared)
-                            return
-                        for start in range(0, len(sources), PREPARE_GROUP):
-                            group = sources[start : start + PREPARE_GROUP]
-                            prepared = await anyio.to_thread.run_sync(
-                                self._prepare_group, group, existing, project, limiter=self._limiter
-                            )
-                            await send.send(prepared)
-                    except Exception as exc:  # noqa: BLE001 - re-raised unwrapped after the task group
-                        errors.append(exc)
-
-            async with anyio.create_task_group() as group_runner:
-                group_runner.start_soon(produce)
-                try:
-                    await self._consume(receive, collection, project, report, state, seen, progress)
-                except Exception as exc:  # noqa: BLE001 - re-raised unwrapped after the task group
-                    errors.append(exc)
-                    group_runner.cancel_scope.cancel()
-            if errors:
-                raise errors[0]
-            gone = sorted(
-                path for path in existing if path not in seen and any(_under(path, root) for root in roots)
+            await self._prepare_and_write(
+                sources, existing, collection, project, report, state, seen, progress
             )
-            if gone:
-                for table in (collection, *self._extras.values()):
-                    await table.delete_files(project, gone)
-                report.files_deleted = len(gone)
+            await self._delete_gone(collection, project, roots, existing, seen, report)
             self._notify(progress, report)
             if embed:
                 await self._embed_all_pending(collection, report, state, progress)
@@ -537,6 +510,80 @@ class DocumentIndex:
             report.elapsed_s = time.perf_counter() - started
             self._notify(progress, report)
             return report
+
+    async def _prepare_and_write(
+        self,
+        sources: list[SourceFile],
+        existing: dict[str, str],
+        collection: Collection,
+        project: str,
+        report: IndexReport,
+        state: _RunState,
+        seen: set[str],
+        progress: ProgressCallback | None,
+    ) -> None:
+        """Prepare ``sources`` while the prepared groups are embedded and written; the first failure raised.
+
+        Reading and chunking (a worker thread, or ``state.executor``) run ahead of embedding and
+        writing, so the model is never idle waiting for the next files. A failure on either side
+        stops both and is re-raised unwrapped once they have stopped.
+        """
+        send, receive = anyio.create_memory_object_stream[list[_Prepared]](PREPARE_AHEAD)
+
+        errors: list[Exception] = []
+        async with anyio.create_task_group() as group_runner:
+            group_runner.start_soon(self._produce, send, sources, existing, project, state.executor, errors)
+            try:
+                await self._consume(receive, collection, project, report, state, seen, progress)
+            except Exception as exc:  # noqa: BLE001 - re-raised unwrapped after the task group
+                errors.append(exc)
+                group_runner.cancel_scope.cancel()
+        if errors:
+            raise errors[0]
+
+    async def _produce(
+        self,
+        send: MemoryObjectSendStream[list[_Prepared]],
+        sources: list[SourceFile],
+        existing: dict[str, str],
+        project: str,
+        executor: IndexExecutor | None,
+        errors: list[Exception],
+    ) -> None:
+        """Send ``sources`` prepared, group by group, then close ``send``; a failure goes to ``errors``."""
+        async with send:
+            try:
+                if executor is not None:
+                    prepared_groups = executor.prepared(self.preparer, sources, existing, project)
+                    async for prepared in prepared_groups:
+                        await send.send(prepared)
+                    return
+                for start in range(0, len(sources), PREPARE_GROUP):
+                    group = sources[start : start + PREPARE_GROUP]
+                    prepared = await anyio.to_thread.run_sync(
+                        self._prepare_group, group, existing, project, limiter=self._limiter
+                    )
+                    await send.send(prepared)
+            except Exception as exc:  # noqa: BLE001 - re-raised unwrapped after the task group
+                errors.append(exc)
+
+    async def _delete_gone(
+        self,
+        collection: Collection,
+        project: str,
+        roots: list[str],
+        existing: dict[str, str],
+        seen: set[str],
+        report: IndexReport,
+    ) -> None:
+        """Delete, from every table, the chunks of the files under ``roots`` indexed before but not seen now."""
+        gone = sorted(
+            path for path in existing if path not in seen and any(_under(path, root) for root in roots)
+        )
+        if gone:
+            for table in (collection, *self._extras.values()):
+                await table.delete_files(project, gone)
+            report.files_deleted = len(gone)
 
     async def embed_pending(
         self, *, progress: ProgressCallback | None = None, executor: IndexExecutor | None = None

@@ -8,16 +8,22 @@ that says why it was left out. Both are blocking; the index runs them in worker 
   look binary (NUL bytes, no plausible encoding) is skipped, never decoded into garbage;
 * HTML goes through trafilatura favouring precision (main text only, Markdown headings kept);
 * PDF goes through pypdf (pure Python, BSD, actively maintained); a PDF without a text layer
-  (a scanned image) is skipped with a reason instead of being indexed as empty.
+  (a scanned image) is skipped with a reason instead of being indexed as empty;
+* a title is the first heading outside code (Markdown ATX/setext/``<h1>``, front matter,
+  reStructuredText section titles, HTML ``<title>``/``<h1>``), else the file name; the search
+  for it is bounded (the first :data:`TITLE_SCAN_LINES` lines, each cut to
+  :data:`TITLE_LINE_CHARS`; patterns that run in linear time).
 """
 
 from __future__ import annotations
 
 import hashlib
+import html
 import logging
 import os
 import re
 import stat
+import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from io import BytesIO
@@ -116,7 +122,7 @@ class LoadedDocument:
     Attributes:
         path: absolute POSIX path.
         kind: markdown / text / code / html / pdf (HTML is converted to Markdown-like text).
-        title: the document title (first heading, HTML/PDF metadata, else the file name).
+        title: the document title (see :func:`document_title`; HTML/PDF metadata; else the file name).
         text: the decoded text with ``\n`` line ends; line numbers refer to it.
         digest: sha256 of the file's bytes (unchanged digest → nothing to do).
         language: the source language for code.
@@ -362,11 +368,11 @@ def load_bytes(source: SourceFile, data: bytes) -> LoadedDocument | SkippedFile:
     text = _normalise_newlines(text)
     if not text.strip():
         return SkippedFile(source.display, "empty file (nothing to index)")
-    title = _markdown_title(text) if source.kind == "markdown" else None
+    title = document_title(text, source)
     return LoadedDocument(
         path=path,
         kind=source.kind,
-        title=title or source.path.name,
+        title=title,
         text=text,
         digest=digest,
         language=source.language,
@@ -411,32 +417,392 @@ CP1252_CHAOS_MARGIN = 0.15
 """How much worse (charset-normalizer "chaos") windows-1252 may fit and still be preferred."""
 
 
+def document_title(text: str, source: SourceFile) -> str:
+    """The title of a Markdown or text file's ``text``, else ``source``'s file name.
+
+    Markdown: front matter ``title:``, else the first level-1 heading outside code (see
+    :func:`_markdown_title`). reStructuredText, ``.txt`` and suffix-less text files (``README``):
+    the first section title (see :func:`_rst_title`). Source code and other text: the file name.
+    """
+    title: str | None = None
+    if source.kind == "markdown":
+        title = _markdown_title(text)
+    elif source.kind == "text" and (
+        source.path.suffix.lower() in RST_TITLE_SUFFIXES or not source.path.suffix
+    ):
+        title = _rst_title(text)
+    return title or source.path.name
+
+
 def _normalise_newlines(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-_ATX = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t#]*$")
-_FRONT_TITLE = re.compile(r"^title:\s*[\"']?(.+?)[\"']?\s*$", re.MULTILINE)
+TITLE_SCAN_LINES = 1000
+"""How many lines from the top are searched for a title (a title further down is not one)."""
+
+TITLE_LINE_CHARS = 1000
+"""A line longer than this is never a title or an underline (only its start is looked at)."""
+
+TITLE_MAX_CHARS = 200
+"""A title is cut (at a word, with an ellipsis) to at most this many characters."""
+
+HTML_TITLE_SCAN_CHARS = 1_000_000
+"""How much of an HTML page is searched for ``<title>`` and ``<h1>`` when trafilatura found none."""
+
+RST_TITLE_SUFFIXES = frozenset({".rst", ".rest", ".txt", ".text"})
+"""Text files whose titles are reStructuredText section titles (suffix-less ``README`` & co. too)."""
+
+_FENCE_OPEN = re.compile(r"[ \t]*+(`{3,}+|~{3,}+)(.*)")
+_CONTAINERS = re.compile(r"(?:[ \t]*+(?:>[ \t]?|(?:[-+*]|\d{1,9}[.)])(?:[ \t]++|$)))*+")
+_ATX_OPEN = re.compile(r" {0,3}(#{1,6})(?:[ \t]+|$)")
+_ATX_ATTRIBUTES = re.compile(r"\{[ \t]*[#.:][^{}]*\}$")
+_SETEXT = re.compile(r" {0,3}(=+|-+)[ \t]*")
+_THEMATIC_BREAK = re.compile(r" {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*")
+_HTML_H1_LINE = re.compile(r" {0,3}<h1(?=[\s/>]|$)", re.IGNORECASE)
+_HTML_MARK = re.compile(r"<!--|<(script|style|template|svg|title|h1)(?=[\s/>])", re.IGNORECASE)
+_HTML_CLOSE = {
+    name: re.compile(rf"</{name}\s*>", re.IGNORECASE)
+    for name in ("script", "style", "template", "svg", "title", "h1")
+}
+_IMG_ALT = re.compile(r"""<img\b[^<>]*?\balt\s*=\s*(?:"([^"<>]*)"|'([^'<>]*)')""", re.IGNORECASE)
+_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*+(?:\s[^<>]*)?>")
+_CODE_SPAN = re.compile(r"(`+)(?!`)(.+?)(?<!`)\1(?!`)")
+_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
+_IMAGE = re.compile(r"!\[([^\[\]]*)\]\([^()]*\)")
+_LINK = re.compile(r"\[([^\[\]]*)\](?:\([^()]*\)|\[[^\[\]]*\])")
+_AUTOLINK = re.compile(r"<((?:https?|ftp|mailto):[^<>\s]*)>")
+_EMPHASIS = (  # the text between two delimiters holds none of their character: linear time
+    re.compile(r"\*\*(?!\s)([^*]+?)(?<!\s)\*\*"),
+    re.compile(r"(?<!\w)__(?!\s)([^_]+?)(?<!\s)__(?!\w)"),
+    re.compile(r"~~(?!\s)([^~]+?)(?<!\s)~~"),
+    re.compile(r"\*(?!\s)([^*]+?)(?<!\s)\*"),
+    re.compile(r"(?<!\w)_(?!\s)([^_]+?)(?<!\s)_(?!\w)"),
+)
+_RST_ROLE = re.compile(r":[\w.+-]+:`([^`]*)`")
+_RST_TARGET = re.compile(r"`([^`<]*)<[^<>`]*>`_{0,2}")
+_RST_REFERENCE = re.compile(r"`([^`]+)`_{1,2}(?!\w)")
+_UNPRINTABLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b\u2060\ue000-\ue07f\ufeff]")
+_ADORNMENT_CHARS = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
+_PRIVATE_BASE = 0xE000  # escaped ASCII punctuation travels as U+E000 + its code while markup is reduced
+
+
+def _head_lines(text: str, start: int = 0) -> list[str]:
+    """The first :data:`TITLE_SCAN_LINES` lines from ``start``, each cut to just over :data:`TITLE_LINE_CHARS`."""
+    lines: list[str] = []
+    position = start
+    while position <= len(text) and len(lines) < TITLE_SCAN_LINES:
+        end = text.find("\n", position)
+        if end < 0:
+            end = len(text)
+        lines.append(text[position : min(end, position + TITLE_LINE_CHARS + 1)])
+        position = end + 1
+    return lines
+
+
+def _container_end(line: str) -> int:
+    """Where ``line``'s text starts after block-quote (``>``) and list-item (``-``, ``1.``) markers."""
+    found = _CONTAINERS.match(line)
+    return found.end() if found else 0
+
+
+def _too_long(line: str) -> bool:
+    return len(line) > TITLE_LINE_CHARS
+
+
+def clean_title(raw: str, *, markup: Literal["markdown", "rst", "plain"] = "markdown") -> str | None:
+    """``raw`` as a title: inline markup reduced to its text, entities decoded, one line, cut short.
+
+    ``markdown`` reduces ``**x**``, ``*x*``, ``_x_``, ``~~x~~``, `` `x` ``, ``[x](y)``, ``![x](y)``,
+    ``<tags>`` and backslash escapes; ``rst`` first reduces ``:role:`x```, ```x <url>`_`` and
+    ```x`_``; ``plain`` (front matter, HTML text) only decodes entities and tidies. ``None`` when
+    nothing with a letter or digit is left.
+    """
+    if not any(character.isalnum() for character in raw[: TITLE_LINE_CHARS * 4]):
+        return None  # reducing markup never adds a letter or digit
+    text = _UNPRINTABLE.sub(" ", valid_text(raw[: TITLE_LINE_CHARS * 4]))
+    if markup != "plain":
+        if markup == "rst":
+            text = _RST_ROLE.sub(lambda m: f"`{m[1]}`", text)
+            text = _RST_TARGET.sub(lambda m: m[1].rstrip(), text)
+            text = _RST_REFERENCE.sub(lambda m: m[1], text)
+        text = _reduce_markdown(text)
+    text = html.unescape(text) if "&" in text else text
+    text = " ".join(_UNPRINTABLE.sub(" ", text).split()).rstrip("¶§ ").strip()
+    if not any(character.isalnum() for character in text):
+        return None
+    if len(text) > TITLE_MAX_CHARS:
+        cut = text[: TITLE_MAX_CHARS - 1]
+        space = cut.rfind(" ")
+        text = (cut[:space] if space > TITLE_MAX_CHARS // 2 else cut).rstrip() + "…"
+    return text
+
+
+def _reduce_markdown(text: str) -> str:
+    text = _ESCAPE.sub(lambda m: chr(_PRIVATE_BASE + ord(m[1])), text)
+    pieces: list[str] = []
+    position = 0
+    for span in _CODE_SPAN.finditer(text):
+        pieces.append(_reduce_inline(text[position : span.start()]))
+        code = span[2]
+        pieces.append(code[1:-1] if len(code) > 2 and code[0] == code[-1] == " " else code)
+        position = span.end()
+    pieces.append(_reduce_inline(text[position:]))
+    joined = "".join(pieces)
+    return "".join(
+        chr(ord(ch) - _PRIVATE_BASE) if _PRIVATE_BASE <= ord(ch) < _PRIVATE_BASE + 0x80 else ch
+        for ch in joined
+    )
+
+
+def _reduce_inline(text: str) -> str:
+    text = _IMAGE.sub(lambda m: m[1], text)
+    text = _LINK.sub(lambda m: m[1], text)
+    text = _AUTOLINK.sub(lambda m: m[1], text)
+    text = _TAG.sub(" ", text)
+    for _ in range(3):  # nested emphasis (``**a *b* c**``) comes apart from the inside out
+        reduced = text
+        for pattern in _EMPHASIS:
+            reduced = pattern.sub(lambda m: m[1], reduced)
+        if reduced == text:
+            break
+        text = reduced
+    return text
+
+
+def _front_matter(text: str) -> tuple[str | None, int]:
+    """The front matter's ``title`` (YAML ``---`` or TOML ``+++``) and where the body starts."""
+    marker = "---" if text.startswith("---\n") else "+++" if text.startswith("+++\n") else None
+    if marker is None:
+        return None, 0
+    closers = ("---", "...") if marker == "---" else ("+++",)
+    lines = _head_lines(text, 4)
+    end = next((n for n, line in enumerate(lines) if line.rstrip() in closers), None)
+    if end is None:
+        return None, 0  # not front matter: a thematic break
+    body_start = 4
+    for _ in range(end + 1):
+        body_start = text.find("\n", body_start) + 1 or len(text)
+    separator = ":" if marker == "---" else "="
+    for number, line in enumerate(lines[:end]):
+        key, found, value = line.partition(separator)
+        if not found or key.strip() != "title" or key[:1] in (" ", "\t") or _too_long(line):
+            continue
+        value = value.strip()
+        if value in ("", "|", ">", "|-", ">-", "|+", ">+"):  # a YAML block scalar on the next lines
+            block = []
+            for following in lines[number + 1 : end]:
+                if following[:1] not in (" ", "\t"):
+                    break
+                block.append(following.strip())
+            value = " ".join(block)
+        elif value[:1] in ("'", '"'):
+            quote = value[0]
+            closing = value.rfind(quote)
+            value = value[1:closing] if closing > 0 else value[1:]
+            if quote == "'":
+                value = value.replace("''", "'")
+            else:
+                value = value.replace('\\"', '"').replace("\\\\", "\\")
+        else:
+            value = value.split(" #", 1)[0]
+        return clean_title(value, markup="plain"), body_start
+    return None, body_start
 
 
 def _markdown_title(text: str) -> str | None:
-    if text.startswith("---\n"):
-        end = text.find("\n---", 4)
-        if end > 0:
-            found = _FRONT_TITLE.search(text[4:end])
-            if found:
-                return found.group(1).strip()
-    for line in text.split("\n", 200)[:200]:
-        match = _ATX.match(line)
-        if match and len(match.group(1)) == 1:
-            return match.group(2).strip()
+    """A Markdown file's title: front matter ``title:``, else its first level-1 heading.
+
+    Headings count only outside fenced code (```` ``` ```` and ``~~~`` of any length, also inside
+    list items and block quotes), indented code and HTML comments: ATX (``# x``), setext (``x``
+    over ``===``) and a raw ``<h1>``. A file without a level-1 heading that opens with a heading
+    of another level (``## x``, ``x`` over ``---``) takes that one. Only the first
+    :data:`TITLE_SCAN_LINES` lines are looked at; an unclosed fence runs to their end.
+    """
+    front, start = _front_matter(text)
+    if front:
+        return front
+    lines = _head_lines(text, start)
+    fence: tuple[str, int, bool] | None = None  # character, length, opened in a list item or quote
+    comment = False
+    opening: str | None = None  # the first heading, when nothing came before it
+    seen_content = False
+    paragraph: str | None = None  # the current paragraph's only line so far (a setext candidate)
+    in_paragraph = False
+    paragraph_opens = False  # whether the current paragraph is the file's first content
+    for number, line in enumerate(lines):
+        body = line[_container_end(line) :]
+        if fence is not None:
+            closing = (body if fence[2] else line).strip()  # any indent: list items nest fences deeply
+            if closing.startswith(fence[0] * fence[1]) and not closing.strip(fence[0]):
+                fence = None
+            continue
+        if comment:
+            comment = "-->" not in line
+            continue
+        stripped = line.strip()
+        if not stripped:
+            paragraph, in_paragraph = None, False
+            continue
+        opened = _FENCE_OPEN.fullmatch(body)
+        if opened and not (opened[1][0] == "`" and "`" in opened[2]):
+            fence = (opened[1][0], len(opened[1]), len(body) < len(line))
+            paragraph, in_paragraph, seen_content = None, False, True
+            continue
+        if stripped.startswith("<!--") and not in_paragraph:
+            comment = "-->" not in stripped[4:]
+            continue
+        found = None if _too_long(line) else _markdown_heading(line, lines, number, paragraph, in_paragraph)
+        if found is not None:
+            level, title = found
+            if title is not None and level == 1:
+                return title
+            setext = in_paragraph and _SETEXT.fullmatch(line) is not None
+            if title is not None and opening is None and (paragraph_opens if setext else not seen_content):
+                opening = title
+            paragraph, in_paragraph, seen_content = None, False, True
+            continue
+        if not in_paragraph:
+            paragraph_opens = not seen_content
+        seen_content = True
+        if not in_paragraph and (_indent(line) >= 4 or _THEMATIC_BREAK.fullmatch(line)):
+            continue  # indented code, or a thematic break
+        plain = len(body) == len(line) and not _too_long(line)
+        paragraph = stripped if not in_paragraph and plain else None
+        in_paragraph = True
+    return opening
+
+
+def _indent(line: str) -> int:
+    expanded = line.expandtabs(4)
+    return len(expanded) - len(expanded.lstrip(" "))
+
+
+def _markdown_heading(
+    line: str, lines: list[str], number: int, paragraph: str | None, in_paragraph: bool
+) -> tuple[int, str | None] | None:
+    """``(level, title)`` when ``line`` is a heading (its title ``None`` if it holds no text)."""
+    atx = _ATX_OPEN.match(line)
+    if atx:
+        content = line[atx.end() :].rstrip()
+        closing = content.rstrip("#")
+        if not closing or closing[-1] in " \t":
+            content = closing.rstrip()
+        attributes = _ATX_ATTRIBUTES.search(content)
+        if attributes:  # ``# Title {#anchor .class}`` (Pandoc, MkDocs attribute lists)
+            content = content[: attributes.start()].rstrip()
+        return len(atx[1]), clean_title(content)
+    setext = _SETEXT.fullmatch(line)
+    if setext and in_paragraph:
+        if paragraph is None:  # a paragraph of several lines: a heading, but not a title
+            return 2, None
+        return (1 if setext[1][0] == "=" else 2), clean_title(paragraph)
+    if _HTML_H1_LINE.match(line) and not in_paragraph:
+        block = [line]
+        for following in lines[number + 1 : number + 20]:
+            if re.search(r"</h1\s*>", block[-1], re.IGNORECASE):
+                break
+            block.append(following)
+        return 1, _html_text("\n".join(block))
     return None
+
+
+def _html_text(fragment: str) -> str | None:
+    """The text of an HTML fragment (tags dropped, entities decoded), else its first image's alt."""
+    bounded = fragment[: TITLE_LINE_CHARS * 4]
+    title = clean_title(_TAG.sub(" ", bounded), markup="plain")
+    if title is None:
+        alt = _IMG_ALT.search(bounded)
+        if alt:
+            title = clean_title(alt[1] if alt[1] is not None else alt[2], markup="plain")
+    return title
+
+
+def _rst_title(text: str) -> str | None:
+    """A reStructuredText file's title: its first section title.
+
+    That is a line of text under-lined, or over- and under-lined alike, with one punctuation
+    character repeated at least as far as the text is wide (East Asian wide characters count two),
+    in column one, after a blank line or at the top. Indented lines (literal blocks, directive
+    bodies) are never titles.
+    """
+    lines = [line.rstrip() for line in _head_lines(text)]
+    for number, line in enumerate(lines):
+        if number and lines[number - 1]:
+            continue  # a title starts a block
+        over = _adornment(line)
+        if over is not None and number + 2 < len(lines):
+            inner, under = lines[number + 1], lines[number + 2]
+            if inner.strip() and under == line and _width(inner.strip()) <= len(line):
+                title = clean_title(inner.strip(), markup="rst")
+                if title:
+                    return title
+            continue
+        if not line or line[0] in " \t" or over is not None or number + 1 >= len(lines):
+            continue
+        under_line = lines[number + 1]
+        if _adornment(under_line) is not None and _width(line) <= len(under_line):
+            title = clean_title(line, markup="rst")
+            if title:
+                return title
+    return None
+
+
+def _adornment(line: str) -> str | None:
+    if 2 <= len(line) <= TITLE_LINE_CHARS and line[0] in _ADORNMENT_CHARS and line == line[0] * len(line):
+        return line
+    return None
+
+
+def _width(text: str) -> int:
+    return sum(
+        0 if unicodedata.combining(ch) else 2 if unicodedata.east_asian_width(ch) in "WF" else 1
+        for ch in text
+    )
+
+
+def _html_title(html_text: str) -> str | None:
+    """The page's ``<title>``, else its first ``<h1>`` with text, else ``None``.
+
+    Comments, scripts, styles and inline SVG are skipped; only the first
+    :data:`HTML_TITLE_SCAN_CHARS` characters are searched, and every step moves forward, so
+    broken markup costs linear time.
+    """
+    scan = html_text[:HTML_TITLE_SCAN_CHARS]
+    first_h1: str | None = None
+    position = 0
+    while (mark := _HTML_MARK.search(scan, position)) is not None:
+        if mark[0] == "<!--":
+            end = scan.find("-->", mark.end())
+            if end < 0:
+                break
+            position = end + 3
+            continue
+        name = mark[1].lower()
+        close = _HTML_CLOSE[name].search(scan, mark.end())
+        if close is None:
+            break
+        position = close.end()
+        if name not in ("title", "h1"):
+            continue
+        opened = scan.find(">", mark.end(), close.start())
+        if opened < 0:
+            continue
+        text = _html_text(scan[opened + 1 : close.start()])
+        if text is None:
+            continue
+        if name == "title":
+            return text
+        if first_h1 is None:
+            first_h1 = text
+    return first_h1
 
 
 def _load_html(
     source: SourceFile, html: str, digest: str, encoding: str, notes: tuple[str, ...]
 ) -> LoadedDocument | SkippedFile:
     import trafilatura
+    from trafilatura.settings import Document
 
     try:
         extracted = trafilatura.bare_extraction(
@@ -450,10 +816,11 @@ def _load_html(
         )
     except Exception as exc:  # noqa: BLE001  # lxml/trafilatura raise many types on broken markup
         return SkippedFile(source.display, f"HTML could not be parsed: {type(exc).__name__}: {exc}")
-    body = getattr(extracted, "text", None) if extracted is not None else None
-    if not body or not body.strip():
+    # a result that is no Document (older trafilatura versions answer a dict) has no main text here
+    body = extracted.text if isinstance(extracted, Document) else None
+    if not isinstance(extracted, Document) or not body or not body.strip():
         return SkippedFile(source.display, "HTML without main text (trafilatura found nothing to keep)")
-    title = valid_text(str(getattr(extracted, "title", None) or source.path.name))
+    title = clean_title(str(extracted.title or ""), markup="plain") or _html_title(html) or source.path.name
     text = valid_text(_normalise_newlines(body))
     if not text.lstrip().startswith("#"):
         text = f"# {title}\n\n{text}"

@@ -114,7 +114,7 @@ class EmbeddingWorker:
         """Build the chain (loads the models); the spaces it can embed and this worker's process id."""
         chain = await self._open()
         own = [embedder.space for embedder in chain.embedders]
-        extra = list(getattr(chain, "extra_spaces", ()))
+        extra = list(chain.extra_spaces)
         return {"pid": os.getpid(), "spaces": [space.key for space in [*own, *extra]]}
 
     async def embed(self, texts: list[str], space: EmbeddingSpace) -> npt.NDArray[np.float32] | ProviderError:

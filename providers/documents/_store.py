@@ -390,7 +390,9 @@ def space_of_schema(name: str, schema: pa.Schema) -> EmbeddingSpace:
         field = schema.field("vector")
     except KeyError:
         field = None
-    dimension = getattr(field.type, "list_size", None) if field is not None else None
+    dimension = (
+        field.type.list_size if field is not None and isinstance(field.type, pa.FixedSizeListType) else None
+    )
     if dimension != space.dimension:
         raise EmbeddingSpaceMismatch(
             f"table {name!r} records space {space.key} but its vector column holds {dimension} "
@@ -679,8 +681,6 @@ class Collection:
         ann_rebuild_rows: int,
         ann_rebuild_share: float,
     ) -> list[str]:
-        from lancedb.index import FTS, Bitmap, BTree
-
         done: list[str] = []
         indexes = await self.index_names()
         rows = await self.count()
@@ -692,6 +692,23 @@ class Collection:
         if VECTOR_INDEX in indexes:
             vector = await self.table.index_stats(VECTOR_INDEX)
             fresh = max(0, (vector.num_unindexed_rows if vector is not None else 0) - pending)
+        done += await self._optimize(indexes, fresh=fresh, full_text=full_text)
+        done += await self._build_missing_indexes(indexes, full_text=full_text)
+        done += await self._update_vector_index(
+            indexes,
+            embedded=embedded,
+            fresh=fresh,
+            ann_min_rows=ann_min_rows,
+            ann_kind=ann_kind,
+            force_ann=force_ann,
+            ann_rebuild_rows=ann_rebuild_rows,
+            ann_rebuild_share=ann_rebuild_share,
+        )
+        return done
+
+    async def _optimize(self, indexes: Mapping[str, object], *, fresh: int, full_text: bool) -> list[str]:
+        """Compact the small fragments and fold new rows into the indexes, when there is anything to do."""
+        done: list[str] = []
         folded = FTS_INDEX if full_text and FTS_INDEX in indexes else ID_INDEX
         stats = await self.table.index_stats(folded) if folded in indexes else None
         behind = stats.num_unindexed_rows if stats is not None else 0
@@ -706,6 +723,13 @@ class Collection:
                 done.append(f"compacted {small:,} small fragments")
             if behind:
                 done.append(f"added {behind:,} rows to the indexes")
+        return done
+
+    async def _build_missing_indexes(self, indexes: Mapping[str, object], *, full_text: bool) -> list[str]:
+        """Build the full-text index (with ``full_text``) and the scalar indexes that are missing."""
+        from lancedb.index import FTS, Bitmap, BTree
+
+        done: list[str] = []
         if full_text and FTS_INDEX not in indexes:
             await self.table.create_index(
                 "terms",
@@ -735,23 +759,38 @@ class Collection:
                 await self.table.create_index(
                     column, config=BTree() if config == "btree" else Bitmap(), name=f"{column}_idx"
                 )
+        return done
+
+    async def _update_vector_index(
+        self,
+        indexes: Mapping[str, object],
+        *,
+        embedded: int,
+        fresh: int,
+        ann_min_rows: int,
+        ann_kind: AnnKind,
+        force_ann: bool,
+        ann_rebuild_rows: int,
+        ann_rebuild_share: float,
+    ) -> list[str]:
+        """Build the vector index once enough rows carry a vector; rebuild it or fold ``fresh`` vectors in."""
         if VECTOR_INDEX not in indexes:
             if embedded >= ann_min_rows or (force_ann and embedded >= 256):
                 await self.build_ann(ann_kind, embedded)
-                done.append(f"built the {ann_kind} vector index over {embedded:,} vectors")
+                return [f"built the {ann_kind} vector index over {embedded:,} vectors"]
         elif fresh and (embedded <= ann_rebuild_rows or fresh >= ann_rebuild_share * embedded or force_ann):
             # LanceDB folds new vectors into an IVF index by merging, and the merged index searches
             # 3-4x slower than a freshly built one (benchmarks at 100k rows, nprobes 20: 6 ms → 22-24
             # ms after folding in 2,000 rows; rebuilt: 6-7 ms again). Rebuilding also re-trains the
             # partitions on the current data; it costs ~8 s at 100k rows and ~110 s at 1M.
             await self.build_ann(ann_kind, embedded)
-            done.append(f"rebuilt the {ann_kind} vector index over {embedded:,} vectors ({fresh:,} new)")
+            return [f"rebuilt the {ann_kind} vector index over {embedded:,} vectors ({fresh:,} new)"]
         elif fresh:
-            done.append(
+            return [
                 f"folded {fresh:,} new vectors into the vector index (searches are slower until it is "
                 "rebuilt: 'simone index --rebuild-ann')"
-            )
-        return done
+            ]
+        return []
 
     async def build_ann(self, kind: AnnKind, rows: int) -> None:
         """(Re)build the vector index of ``kind`` with about sqrt(rows) partitions."""

@@ -52,6 +52,20 @@ def build_chain(
     """
     if settings.onnx_variant == "quantized" and data_dir is None and "onnx" in settings.chain:
         raise ConfigError("onnx_variant 'quantized' needs a data directory to build and keep the int8 graph")
+    chain_names, extra_names = _space_names(settings)
+    embedders = _chain_embedders(
+        settings, chain_names, client=client, onnx_limiter=onnx_limiter, data_dir=data_dir
+    )
+    return EmbeddingChain(
+        embedders,
+        extras=_extra_embedders(settings, extra_names, client),
+        window=settings.health_window,
+        min_samples=min(settings.health_min_samples, settings.health_window),
+    )
+
+
+def _space_names(settings: EmbeddingSettings) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The chain's embedder names and the extra spaces' names, deduplicated and checked for overlap."""
     extra_names = tuple(dict.fromkeys(settings.extra_spaces))
     chain_names = tuple(dict.fromkeys(settings.chain))
     if "chain" in settings.model_fields_set:
@@ -66,6 +80,18 @@ def build_chain(
     else:
         # the default chain names every server; one the owner made an extra space leaves it
         chain_names = tuple(name for name in chain_names if name not in extra_names)
+    return chain_names, extra_names
+
+
+def _chain_embedders(
+    settings: EmbeddingSettings,
+    chain_names: tuple[str, ...],
+    *,
+    client: httpx.AsyncClient | None,
+    onnx_limiter: anyio.CapacityLimiter | None,
+    data_dir: str | Path | None,
+) -> list[Embedder]:
+    """The chain's own embedders, in order; a server that is not configured is left out."""
     embedders: list[Embedder] = []
     models_dir: Path | None = None
     if data_dir is not None and "onnx" in chain_names:
@@ -92,6 +118,17 @@ def build_chain(
             if settings.ollama_base_url is None:
                 continue
             embedders.append(_ollama(settings, settings.ollama_base_url, client))
+    return embedders
+
+
+def _extra_embedders(
+    settings: EmbeddingSettings, extra_names: tuple[str, ...], client: httpx.AsyncClient | None
+) -> list[Embedder]:
+    """The embedders of the extra spaces, in order.
+
+    Raises:
+        ConfigError: an extra space's server is not configured.
+    """
     extras: list[Embedder] = []
     for extra in extra_names:
         if extra == "multilingual":
@@ -112,12 +149,7 @@ def build_chain(
                     "'openai' from extra_spaces"
                 )
             extras.append(_openai(settings, client))
-    return EmbeddingChain(
-        embedders,
-        extras=extras,
-        window=settings.health_window,
-        min_samples=min(settings.health_min_samples, settings.health_window),
-    )
+    return extras
 
 
 def _openai(settings: EmbeddingSettings, client: httpx.AsyncClient | None) -> OpenAIEmbedder:

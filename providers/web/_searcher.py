@@ -21,8 +21,9 @@ from pydantic import ValidationError
 from simone.providers.web._backends import SearchBackend
 from simone.providers.web._extract import extract_page
 from simone.providers.web._fetcher import SafeFetcher
-from simone.providers.web._types import ExtractedPage, FetchError, SearchPage
+from simone.providers.web._types import ExtractedPage, FetchedPage, FetchError, SearchPage
 from simone.runtime import (
+    CacheLookup,
     CacheSession,
     CacheStatus,
     Freshness,
@@ -187,19 +188,8 @@ class WebSearcher:
         outcome = PageOutcome(url=url, page=None)
         key = page_cache_key(url)
         lookup = await cache.get("page", key, freshness)
-        if lookup.found:
-            try:
-                outcome.page = ExtractedPage.model_validate(lookup.value)
-            except ValidationError:
-                outcome.page = None
-            else:
-                outcome.cache, outcome.age_s, outcome.final_url = (
-                    lookup.status,
-                    lookup.age_s,
-                    outcome.page.url,
-                )
-                return outcome
-        outcome.cache = lookup.status
+        if _from_cache(outcome, lookup):
+            return outcome
         if self.fetcher is None:
             error = ProviderNotConfigured("page fetching is not configured", provider="web-fetch")
             outcome.failure, outcome.reason = (
@@ -207,46 +197,12 @@ class WebSearcher:
                 "not_configured",
             )
             return outcome
-        try:
-            # the fetcher's own deadline starts once it has a connection slot; this one includes the wait
-            with anyio.fail_after(None if deadline is None else deadline - anyio.current_time() + 0.05):
-                fetched = await self.fetcher.fetch(url, timeout_s=timeout_s)
-        except TimeoutError:
-            waited = FetchError(
-                "timeout",
-                f"the page was not fetched within its {timeout_s or 0:.1f} s share of the deadline",
-                url=url,
-            )
-            return self._failed(outcome, waited, started)
-        except Exception as exc:  # noqa: BLE001 - whatever one page raises, it fails alone
-            failed = (
-                exc
-                if isinstance(exc, FetchError)
-                else FetchError(
-                    "invalid_content", f"the page could not be fetched ({type(exc).__name__}: {exc})", url=url
-                )
-            )
-            return self._failed(outcome, failed, started)
-        left = None if deadline is None else deadline - anyio.current_time()
-        try:
-            with anyio.fail_after(left):
-                page = await anyio.to_thread.run_sync(
-                    lambda: extract_page(fetched.text, fetched.final_url, content_type=fetched.content_type),
-                    limiter=self._extract_limiter,
-                    abandon_on_cancel=True,
-                )
-        except TimeoutError:
-            late = FetchError(
-                "timeout",
-                f"extracting the page took longer than its {timeout_s or 0:.1f} s share of the deadline",
-                url=url,
-            )
-            return self._failed(outcome, late, started)
-        except Exception as exc:  # noqa: BLE001 - a page that breaks the extractor fails alone, not the run
-            broken = FetchError(
-                "invalid_content", f"the page could not be extracted ({type(exc).__name__}: {exc})", url=url
-            )
-            return self._failed(outcome, broken, started)
+        fetched = await _fetch(self.fetcher, url, timeout_s, deadline)
+        if isinstance(fetched, FetchError):
+            return self._failed(outcome, fetched, started)
+        page = await self._extract(fetched, url, timeout_s, deadline)
+        if isinstance(page, FetchError):
+            return self._failed(outcome, page, started)
         outcome.page, outcome.final_url, outcome.charset_note = page, fetched.final_url, fetched.charset_note
         # A page with no main text is still an honest answer about that page, so it is cached.
         await cache.put("page", key, page.to_cache(), ttl_s=self.page_ttl_s)
@@ -255,9 +211,72 @@ class WebSearcher:
         outcome.elapsed_ms = (time.perf_counter() - started) * 1000
         return outcome
 
+    async def _extract(
+        self, fetched: FetchedPage, url: str, timeout_s: float | None, deadline: float | None
+    ) -> ExtractedPage | FetchError:
+        """``fetched``'s main text, extracted in a worker thread before ``deadline``; a failure as a value."""
+        left = None if deadline is None else deadline - anyio.current_time()
+        try:
+            with anyio.fail_after(left):
+                return await anyio.to_thread.run_sync(
+                    lambda: extract_page(fetched.text, fetched.final_url, content_type=fetched.content_type),
+                    limiter=self._extract_limiter,
+                    abandon_on_cancel=True,
+                )
+        except TimeoutError:
+            return FetchError(
+                "timeout",
+                f"extracting the page took longer than its {timeout_s or 0:.1f} s share of the deadline",
+                url=url,
+            )
+        except Exception as exc:  # noqa: BLE001 - a page that breaks the extractor fails alone, not the run
+            return FetchError(
+                "invalid_content", f"the page could not be extracted ({type(exc).__name__}: {exc})", url=url
+            )
+
     @staticmethod
     def _failed(outcome: PageOutcome, error: FetchError, started: float) -> PageOutcome:
         elapsed = (time.perf_counter() - started) * 1000
         outcome.failure = ProviderFailure.from_error("web-fetch", error, leg="fetch", elapsed_ms=elapsed)
         outcome.reason, outcome.elapsed_ms = error.reason, elapsed
         return outcome
+
+
+def _from_cache(outcome: PageOutcome, lookup: CacheLookup) -> bool:
+    """Fill ``outcome`` from a cached page; whether one was found (an unreadable entry is a miss)."""
+    if lookup.found:
+        try:
+            outcome.page = ExtractedPage.model_validate(lookup.value)
+        except ValidationError:
+            outcome.page = None
+        else:
+            outcome.cache, outcome.age_s, outcome.final_url = (
+                lookup.status,
+                lookup.age_s,
+                outcome.page.url,
+            )
+            return True
+    outcome.cache = lookup.status
+    return False
+
+
+async def _fetch(
+    fetcher: SafeFetcher, url: str, timeout_s: float | None, deadline: float | None
+) -> FetchedPage | FetchError:
+    """``url`` fetched before ``deadline`` (the wait for a connection slot included); a failure as a value."""
+    try:
+        # the fetcher's own deadline starts once it has a connection slot; this one includes the wait
+        with anyio.fail_after(None if deadline is None else deadline - anyio.current_time() + 0.05):
+            return await fetcher.fetch(url, timeout_s=timeout_s)
+    except TimeoutError:
+        return FetchError(
+            "timeout",
+            f"the page was not fetched within its {timeout_s or 0:.1f} s share of the deadline",
+            url=url,
+        )
+    except Exception as exc:  # noqa: BLE001 - whatever one page raises, it fails alone
+        if isinstance(exc, FetchError):
+            return exc
+        return FetchError(
+            "invalid_content", f"the page could not be fetched ({type(exc).__name__}: {exc})", url=url
+        )

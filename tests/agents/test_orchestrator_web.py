@@ -4,7 +4,7 @@ from typing import Any
 
 import anyio
 import pytest
-from simone.agents import Budget, Runtime
+from simone.agents import Budget, Runtime, child_budget
 from simone.agents._research import WorkflowResearchRunner
 from simone.agents._session import ResearchCaps
 from simone.agents.testing import ScriptedChatModel, text_reply, tool_call
@@ -238,6 +238,8 @@ def test_research_from_a_researcher_context_and_no_evidence_abstains(
                 InvalidRequest, match="unknown research depth 'abyssal'; use one of basic, standard, deep"
             ):
                 await runtime.research(researcher, "salinity of Lake Varnholm", depth="abyssal")
+            with pytest.raises(InvalidRequest, match="unknown research depth 'abyssal'"):
+                child_budget("abyssal")  # the same typed error wherever a depth is named
             answer = await runtime.ask({"actor": "alice"}, "Zyxqv wombleflarp?")
             assert answer.status == "abstained" and answer.citations == []
             assert "will not guess" in answer.text

@@ -24,6 +24,7 @@ from simone.workflows.research._models import (
     StopReason as StopReason,
     WebResearchRequest as WebResearchRequest,
     WebResearchResult as WebResearchResult,
+    depth_of as depth_of,
     depth_preset as depth_preset,
     lowest as lowest,
 )
@@ -56,6 +57,7 @@ __all__ = (
     "WebResearchRequest",
     "WebResearchResult",
     "critique",
+    "depth_of",
     "depth_preset",
     "find_contradictions",
     "follow_up_queries",

@@ -234,71 +234,29 @@ def critique(
     """
     active = cast(Analyzer, memo_analyzer(analyzer))  # remembered analysis: same terms, less time
     words = active.word_terms(question)
-    per_site: dict[str, set[str]] = {}
-    for source in sources:
-        per_site.setdefault(source.site, set()).update(active.terms(source.text))
-    covered: list[str] = []
-    missing: list[str] = []
-    supported = 0
-    need_sites = 1 if min_sources <= 1 else 2
-    sites_per_term: dict[str, int] = {}
-    for word, terms in words:
-        if word in sites_per_term:
-            continue
-        sites_with = sum(1 for site_terms in per_site.values() if any(t in site_terms for t in terms))
-        sites_per_term[word] = sites_with
-        if sites_with:
-            covered.append(word)
-            if sites_with >= need_sites:
-                supported += 1
-        else:
-            missing.append(word)
-    total_words = len(covered) + len(missing)
-    coverage = len(covered) / total_words if total_words else (1.0 if sources else 0.0)
+    per_site = _site_terms(sources, active)
     distinct = len(per_site)
-    independence = min(1.0, distinct / max(1, min_sources)) if sources else 0.0
-    authority = sum(authority_of(s.site, s.fetched) for s in sources) / len(sources) if sources else 0.0
+    cover = _coverage(words, per_site, need_sites=1 if min_sources <= 1 else 2)
     need = recency_need(question, recency_days, now)
-    if need is None or not sources:
-        freshness = 1.0 if sources else 0.0
-    else:
-        scores = []
-        for source in sources:
-            published = parse_date(source.published)
-            if published is None:
-                scores.append(0.3)
-                continue
-            age_days = (now - published.timestamp()) / 86400.0
-            scores.append(1.0 if age_days <= need else 0.5 if age_days <= 2 * need else 0.1)
-        freshness = sum(scores) / len(scores)
-    contradictions = find_contradictions(words, sources, active) if len(per_site) > 1 else []
-    corroboration = (supported / len(covered) if covered else 0.0) * (0.5 ** len(contradictions))
-    failures = 1.0 - (failed / attempted) if attempted else 1.0
-    failures = min(1.0, max(0.0, failures))
-    components = {
-        "coverage": coverage,
-        "independence": independence,
-        "corroboration": corroboration,
-        "authority": authority,
-        "freshness": freshness,
-        "failures": failures,
+    contradictions = find_contradictions(words, sources, active) if distinct > 1 else []
+    components = {  # in the order of WEIGHTS, which is the order they are summed in
+        "coverage": cover.share(any_evidence=bool(sources)),
+        "independence": min(1.0, distinct / max(1, min_sources)) if sources else 0.0,
+        "corroboration": cover.corroboration(len(contradictions)),
+        "authority": _authority(sources),
+        "freshness": _freshness(sources, need, now),
+        "failures": _failure_score(attempted, failed),
     }
-    value = sum(WEIGHTS[name] * score for name, score in components.items()) if sources else 0.0
-    value = round(min(1.0, max(0.0, value)), 6)
+    value = _value(components) if sources else 0.0
     sufficient = value >= floor
     satisfied = (
-        bool(sources) and not missing and distinct >= min_sources and not contradictions and sufficient
+        bool(sources) and not cover.missing and distinct >= min_sources and not contradictions and sufficient
     )
     breakdown = CriticBreakdown(
-        coverage=round(coverage, 6),
-        independence=round(independence, 6),
-        authority=round(authority, 6),
-        freshness=round(freshness, 6),
-        corroboration=round(corroboration, 6),
-        failures=round(failures, 6),
-        covered_terms=covered,
-        missing_terms=missing,
-        sites_per_term=sites_per_term,
+        **{name: round(score, 6) for name, score in components.items()},
+        covered_terms=cover.covered,
+        missing_terms=cover.missing,
+        sites_per_term=cover.sites_per_term,
         distinct_sites=distinct,
         min_sources=min_sources,
         contradictions=contradictions,
@@ -314,6 +272,91 @@ def critique(
         breakdown=breakdown,
         explanation=_explain(value, floor, breakdown, bool(sources)),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _Coverage:
+    """The question words some site's evidence contains, and on how many sites each is found."""
+
+    covered: list[str]
+    missing: list[str]
+    supported: int
+    """Covered words found on enough sites to count as corroborated."""
+    sites_per_term: dict[str, int]
+
+    def share(self, *, any_evidence: bool) -> float:
+        """The coverage component: covered words ÷ question words."""
+        total = len(self.covered) + len(self.missing)
+        return len(self.covered) / total if total else (1.0 if any_evidence else 0.0)
+
+    def corroboration(self, contradictions: int) -> float:
+        """The corroboration component: supported ÷ covered words, halved per contradiction."""
+        supported = self.supported / len(self.covered) if self.covered else 0.0
+        return supported * (0.5**contradictions)
+
+
+def _site_terms(sources: Sequence[SourceView], analyzer: Analyzer) -> dict[str, set[str]]:
+    """The analysed terms of the evidence, pooled per site (in the order the sites first appear)."""
+    per_site: dict[str, set[str]] = {}
+    for source in sources:
+        per_site.setdefault(source.site, set()).update(analyzer.terms(source.text))
+    return per_site
+
+
+def _coverage(
+    words: Sequence[tuple[str, Sequence[str]]], per_site: dict[str, set[str]], *, need_sites: int
+) -> _Coverage:
+    """Which question words are covered; a covered word is supported when ``need_sites`` sites have it."""
+    covered: list[str] = []
+    missing: list[str] = []
+    supported = 0
+    sites_per_term: dict[str, int] = {}
+    for word, terms in words:
+        if word in sites_per_term:
+            continue
+        sites_with = sum(1 for site_terms in per_site.values() if any(t in site_terms for t in terms))
+        sites_per_term[word] = sites_with
+        if sites_with:
+            covered.append(word)
+            if sites_with >= need_sites:
+                supported += 1
+        else:
+            missing.append(word)
+    return _Coverage(covered=covered, missing=missing, supported=supported, sites_per_term=sites_per_term)
+
+
+def _authority(sources: Sequence[SourceView]) -> float:
+    """The authority component: the mean prior of the sources' sites."""
+    return sum(authority_of(s.site, s.fetched) for s in sources) / len(sources) if sources else 0.0
+
+
+def _freshness(sources: Sequence[SourceView], need: float | None, now: float) -> float:
+    """The freshness component: the sources' mean age score against the recency ``need``."""
+    if need is None or not sources:
+        return 1.0 if sources else 0.0
+    scores = [_age_score(source.published, need, now) for source in sources]
+    return sum(scores) / len(scores)
+
+
+def _age_score(published: str | None, need: float, now: float) -> float:
+    """1.0 dated within ``need`` days, 0.5 within twice that, 0.1 older, 0.3 undated."""
+    date = parse_date(published)
+    if date is None:
+        return 0.3
+    age_days = (now - date.timestamp()) / 86400.0
+    return 1.0 if age_days <= need else 0.5 if age_days <= 2 * need else 0.1
+
+
+def _failure_score(attempted: int, failed: int) -> float:
+    """The failures component: 1 − failed ÷ attempted operations, within [0, 1]."""
+    failures = 1.0 - (failed / attempted) if attempted else 1.0
+    return min(1.0, max(0.0, failures))
+
+
+def _value(components: dict[str, float]) -> float:
+    """The weighted sum of the components, within [0, 1], rounded to 6 places."""
+    value = sum(WEIGHTS[name] * score for name, score in components.items())
+    return round(min(1.0, max(0.0, value)), 6)
 
 
 def _explain(value: float, floor: float, b: CriticBreakdown, any_evidence: bool) -> str:

@@ -138,13 +138,26 @@ DEPTH_PRESETS: dict[Depth, DepthPreset] = {
 researcher child's budget (queries, fetches, tokens) both come from here."""
 
 
+def depth_of(depth: Depth | str) -> Depth:
+    """``depth`` as a :class:`~simone.runtime.Depth` (it may be given by name).
+
+    Raises:
+        InvalidRequest: not a depth's name (the message lists them).
+    """
+    try:
+        return Depth(depth)
+    except ValueError:
+        names = ", ".join(d.value for d in Depth)
+        raise InvalidRequest(f"unknown research depth {depth!r}; use one of {names}") from None
+
+
 def depth_preset(depth: Depth | str) -> DepthPreset:
     """The preset of ``depth`` (a :class:`~simone.runtime.Depth` or its name).
 
     Raises:
-        ValueError: not a depth name.
+        InvalidRequest: not a depth's name.
     """
-    return DEPTH_PRESETS[Depth(depth)]
+    return DEPTH_PRESETS[depth_of(depth)]
 
 
 class WebResearchRequest(_Frozen):

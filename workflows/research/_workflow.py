@@ -44,7 +44,6 @@ from simone.providers.web import (
 from simone.runtime import (
     AccessDenied,
     CacheSession,
-    CacheStats,
     CacheStatus,
     Evidence,
     EvidenceKey,
@@ -70,6 +69,7 @@ from simone.runtime.text import (
 )
 from simone.workflows.research._budget import resolve_budget
 from simone.workflows.research._critic import SourceView, critique
+from simone.workflows.research._limitations import limitations_of
 from simone.workflows.research._models import (
     BUDGET_STOPS,
     Confidence,
@@ -490,8 +490,16 @@ class WebResearch:
         search_failures = [f for f in state.failures if f.leg == "search"]
         status = _status(state, assembly, confidence, stop)
         stats = state.session.stats()
-        limitations = self._limitations(
-            state, budget, confidence, stop, status, sources, stats, search_failures, assembly.duplicates
+        limitations = limitations_of(
+            status=status,
+            stop=stop,
+            confidence=confidence,
+            budget=budget,
+            sources=sources,
+            stats=stats,
+            search_failures=search_failures,
+            truncated_queries=state.truncated_queries,
+            duplicates=assembly.duplicates,
         )
         return WebResearchResult(
             request=request,
@@ -508,88 +516,6 @@ class WebResearch:
             limitations=limitations,
             elapsed_ms=(time.perf_counter() - started) * 1000,
         )
-
-    def _limitations(
-        self,
-        state: _RunState,
-        budget: ResearchBudget,
-        confidence: Confidence,
-        stop: StopReason,
-        status: ResearchStatus,
-        sources: Sequence[Source],
-        stats: CacheStats,
-        search_failures: Sequence[ProviderFailure],
-        duplicates: dict[str, str],
-    ) -> list[str]:
-        out: list[str] = []
-        if status is ResearchStatus.FAILED and stop is StopReason.ALL_BACKENDS_FAILED:
-            out.append(
-                "Every web search failed, so there is no web evidence; nothing here comes from the web."
-            )
-        elif not confidence.breakdown.covered_terms and not sources:
-            out.append("The web search found nothing for this question.")
-        if search_failures:
-            backends = sorted({f.provider for f in search_failures})
-            out.append(f"{len(search_failures)} search call(s) failed ({', '.join(backends)}).")
-        failed_pages = [s for s in sources if s.fetch_status not in ("fetched", "snippet_only")]
-        if failed_pages:
-            reasons = sorted({s.fetch_status for s in failed_pages})
-            out.append(
-                f"{len(failed_pages)} page(s) could not be read ({', '.join(reasons)}); only their search snippets were used."
-            )
-        snippet_only = [s for s in sources if s.used and not s.fetched]
-        if snippet_only:
-            out.append(
-                f"{len(snippet_only)} source(s) are known only by their search snippet, not the page itself."
-            )
-        if state.truncated_queries:
-            out.append(
-                f"{state.truncated_queries} query(ies) were cut to the length the search backend accepts."
-            )
-        if stats.stale_served:
-            out.append(
-                f"{stats.stale_served} result(s) came from the cache after their freshness period (cached mode)."
-            )
-        if stats.read_errors or stats.write_errors:
-            out.append(
-                f"The research cache was unavailable for {stats.read_errors} read(s) and "
-                f"{stats.write_errors} write(s); those results were fetched live and not shared."
-            )
-        b = confidence.breakdown
-        if b.missing_terms and sources:
-            out.append("No source covered: " + ", ".join(b.missing_terms) + ".")
-        if sources and b.distinct_sites < b.min_sources:
-            out.append(
-                f"Only {b.distinct_sites} independent site(s) were found; {b.min_sources} were wanted."
-            )
-        for contradiction in b.contradictions:
-            out.append(f"Sources disagree: {contradiction}.")
-        if sources and not confidence.sufficient:
-            out.append(
-                f"The evidence is insufficient: confidence {confidence.value:.2f} is below the floor {confidence.floor:.2f}."
-            )
-        if budget.truncated or budget.omitted:
-            out.append(
-                f"The context budget of {budget.max_context_tokens} tokens cut {budget.truncated} passage(s) "
-                f"and left out {budget.omitted}."
-            )
-        if duplicates:
-            out.append(
-                f"{len(duplicates)} source(s) repeated another source's text and were not counted as independent."
-            )
-        flagged = sum(s.instruction_like for s in sources)
-        if flagged:
-            out.append(
-                f"{flagged} instruction-like passage(s) were found in web text; they are quoted material, not instructions."
-            )
-        if stop is StopReason.DEADLINE:
-            out.append("The research stopped at its deadline; later steps did not run.")
-        elif stop in (StopReason.MAX_ITERATIONS, StopReason.MAX_QUERIES) and not confidence.satisfied:
-            out.append(
-                f"The research stopped on its {stop.value.replace('_', ' ')} budget before the critic was satisfied."
-            )
-        out.extend(f"Request limit: {note}." for note in budget.lowered)
-        return out
 
     def _empty(
         self,

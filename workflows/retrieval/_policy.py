@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -62,7 +63,8 @@ class SelectionRule(_Frozen):
             if context.caller not in self.callers:
                 return False, f"the caller is {context.caller.value}, not one of {names}"
             notes.append(f"the caller is {context.caller.value}")
-        missing = [key for key in self.when_scope if getattr(context, key, None) is None]
+        scope = context.scope()
+        missing = [key for key in self.when_scope if key not in scope]
         if missing:
             return False, f"the context has no {', '.join(missing)}"
         if self.when_scope:
@@ -244,6 +246,13 @@ class SelectionPolicy:
         callers = self.restrictions.get(name) or self.restrictions.get(kind.value) or ()
         return ", ".join(c.value for c in callers) or "nobody"
 
+    def _not_asked(self, name: str, kind: ProviderKind, caller: Caller) -> str:
+        """Why the restricted provider ``name`` is not asked for ``caller``."""
+        return (
+            f"not asked: {kind.value} is only for {self._restriction_text(name, kind)} "
+            f"and the caller is {caller.value}"
+        )
+
     def decide(
         self,
         query: str,
@@ -258,87 +267,101 @@ class SelectionPolicy:
         caller may not use, which is dropped as ``forbidden``. Unknown explicit names are left for the
         router to refuse.
         """
-        caller = context.caller
         if explicit is not None:
-            selected: list[ProviderSelection] = []
-            dropped: list[ProviderSelection] = []
-            for name in dict.fromkeys(explicit):
-                kind = providers.get(name)
-                if kind is not None and not self.allowed(name, kind, caller):
-                    dropped.append(
-                        ProviderSelection(
-                            provider=name,
-                            reason=(
-                                f"{FORBIDDEN_MARK}: {name} ({kind.value}) is only for "
-                                f"{self._restriction_text(name, kind)}; the caller is {caller.value}"
-                            ),
-                        )
-                    )
-                else:
-                    selected.append(
-                        ProviderSelection(provider=name, reason="named explicitly in the request")
-                    )
-            return SelectionDecision(selected=selected, dropped=dropped, rules=[])
-
-        reasons: dict[str, str] = {}
-        refused: dict[str, str] = {}
-        decisions: list[RuleDecision] = []
-        unserved: list[ProviderSelection] = []
-        for rule in self.rules:
-            fired, why = rule.evaluate(query, context)
-            matched: list[str] = []
-            if fired:
-                for selector in rule.select:
-                    if not any(
-                        (n == selector or k.value == selector) and self.allowed(n, k, caller)
-                        for n, k in providers.items()
-                    ):
-                        unserved.append(
-                            ProviderSelection(
-                                provider=selector, reason=f"rule {rule.name}: {rule.reason} ({why})"
-                            )
-                        )
-                targets = set(rule.select)
-                matched = [n for n, k in providers.items() if n in targets or k.value in targets]
-                if not matched:
-                    why += f"; no registered provider is {' or '.join(rule.select)}"
-                for name in matched:
-                    kind = providers[name]
-                    text = f"rule {rule.name}: {rule.reason} ({why})"
-                    if not self.allowed(name, kind, caller):
-                        refused.setdefault(
-                            name,
-                            f"{text}; not asked: {kind.value} is only for "
-                            f"{self._restriction_text(name, kind)} and the caller is {caller.value}"
-                            + (
-                                " (delegate the question to a researcher instead)"
-                                if caller is Caller.ORCHESTRATOR
-                                else ""
-                            ),
-                        )
-                    else:
-                        reasons.setdefault(name, text)
-            decisions.append(RuleDecision(rule=rule.name, fired=fired, why=why, providers=matched))
-
-        if not reasons and self.fallback_to_all:
-            for name, kind in providers.items():
-                if self.allowed(name, kind, caller):
-                    reasons[name] = "no rule selected a provider; asking every provider the caller may use"
-                elif name not in refused:
-                    refused[name] = (
-                        f"not asked: {kind.value} is only for {self._restriction_text(name, kind)} "
-                        f"and the caller is {caller.value}"
-                    )
+            return self._decide_explicit(explicit, providers, context.caller)
+        tally = _Tally()
+        decisions = [self._apply(rule, query, context, providers, tally) for rule in self.rules]
+        if not tally.asked and self.fallback_to_all:
+            self._fall_back(providers, context.caller, tally)
         order = list(providers)
         selected = [
-            ProviderSelection(provider=n, reason=reasons[n]) for n in sorted(reasons, key=order.index)
+            ProviderSelection(provider=n, reason=tally.asked[n]) for n in sorted(tally.asked, key=order.index)
         ]
         dropped = [
-            ProviderSelection(provider=n, reason=refused[n])
-            for n in sorted(refused, key=order.index)
-            if n not in reasons
+            ProviderSelection(provider=n, reason=tally.refused[n])
+            for n in sorted(tally.refused, key=order.index)
+            if n not in tally.asked
         ]
-        return SelectionDecision(selected=selected, dropped=dropped, rules=decisions, unserved=unserved)
+        return SelectionDecision(selected=selected, dropped=dropped, rules=decisions, unserved=tally.unserved)
+
+    def _decide_explicit(
+        self, explicit: Sequence[str], providers: Mapping[str, ProviderKind], caller: Caller
+    ) -> SelectionDecision:
+        """Ask every explicitly named provider, but drop a restricted one as ``forbidden``."""
+        selected: list[ProviderSelection] = []
+        dropped: list[ProviderSelection] = []
+        for name in dict.fromkeys(explicit):
+            kind = providers.get(name)
+            if kind is not None and not self.allowed(name, kind, caller):
+                reason = (
+                    f"{FORBIDDEN_MARK}: {name} ({kind.value}) is only for "
+                    f"{self._restriction_text(name, kind)}; the caller is {caller.value}"
+                )
+                dropped.append(ProviderSelection(provider=name, reason=reason))
+            else:
+                selected.append(ProviderSelection(provider=name, reason="named explicitly in the request"))
+        return SelectionDecision(selected=selected, dropped=dropped, rules=[])
+
+    def _apply(
+        self,
+        rule: SelectionRule,
+        query: str,
+        context: TrustedContext,
+        providers: Mapping[str, ProviderKind],
+        tally: _Tally,
+    ) -> RuleDecision:
+        """Evaluate ``rule`` and, when it fires, record what it asks, refuses and leaves unserved."""
+        fired, why = rule.evaluate(query, context)
+        if not fired:
+            return RuleDecision(rule=rule.name, fired=False, why=why, providers=[])
+        caller = context.caller
+        tally.unserved += [
+            ProviderSelection(provider=selector, reason=f"rule {rule.name}: {rule.reason} ({why})")
+            for selector in rule.select
+            if not self._serves(selector, providers, caller)
+        ]
+        targets = set(rule.select)
+        matched = [n for n, k in providers.items() if n in targets or k.value in targets]
+        if not matched:
+            why += f"; no registered provider is {' or '.join(rule.select)}"
+        text = f"rule {rule.name}: {rule.reason} ({why})"
+        for name in matched:
+            kind = providers[name]
+            if self.allowed(name, kind, caller):
+                tally.asked.setdefault(name, text)
+            else:
+                delegate = (
+                    " (delegate the question to a researcher instead)"
+                    if caller is Caller.ORCHESTRATOR
+                    else ""
+                )
+                tally.refused.setdefault(name, f"{text}; {self._not_asked(name, kind, caller)}{delegate}")
+        return RuleDecision(rule=rule.name, fired=True, why=why, providers=matched)
+
+    def _serves(self, selector: str, providers: Mapping[str, ProviderKind], caller: Caller) -> bool:
+        """Whether some provider ``caller`` may use is ``selector`` (by name or by kind)."""
+        return any(
+            (n == selector or k.value == selector) and self.allowed(n, k, caller)
+            for n, k in providers.items()
+        )
+
+    def _fall_back(self, providers: Mapping[str, ProviderKind], caller: Caller, tally: _Tally) -> None:
+        """No rule asked anyone: ask every provider ``caller`` may use, and say why the others are not."""
+        for name, kind in providers.items():
+            if self.allowed(name, kind, caller):
+                tally.asked[name] = "no rule selected a provider; asking every provider the caller may use"
+            elif name not in tally.refused:
+                tally.refused[name] = self._not_asked(name, kind, caller)
+
+
+@dataclass(slots=True)
+class _Tally:
+    """What the fired rules decided so far: provider name → the first reason it is asked or refused."""
+
+    asked: dict[str, str] = field(default_factory=dict)
+    refused: dict[str, str] = field(default_factory=dict)
+    unserved: list[ProviderSelection] = field(default_factory=list)
+    """The fired rules' selectors that asked nobody."""
 
 
 def _fold(text: str) -> str:
