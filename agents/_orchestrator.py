@@ -6,7 +6,7 @@ With the offline extractive model it runs a deterministic plan:
 2. delegate to a researcher child when the policy's web rules fire for the question (it asks for
    current or source-backed information), when nothing local was found, or when the local evidence
    covers too little of the question — each reason recorded;
-3. compose an answer from the best evidence sentences, cite them, state every limitation, and abstain
+3. compose an answer from the best evidence units, cite them, state every limitation, and abstain
    when nothing relevant was found.
 
 With a chat model it runs the bounded tool-calling loop instead and checks the model's citations; if
@@ -164,7 +164,8 @@ class Orchestrator:
         )
         limitations.extend(local.limitations)
         ledger.add(local.evidence)
-        text, citations, coverage = self.extractive.compose(question, ledger.numbered())
+        composed = await self.extractive.answer(question, ledger.numbered())
+        text, citations, coverage = composed.text, composed.citations, composed.coverage
 
         reasons = web_reasons(local)
         if not local.evidence:
@@ -206,9 +207,15 @@ class Orchestrator:
                             f"{self.confidence_floor:.2f}: the web evidence is insufficient"
                         )
                     ledger.add(evidence)
-                    text, citations, coverage = self.extractive.compose(question, ledger.numbered())
+                    composed = await self.extractive.answer(question, ledger.numbered())
+                    text, citations, coverage = composed.text, composed.citations, composed.coverage
         if text and coverage < self.min_coverage:
             limitations.append(f"the evidence covers only {coverage:.0%} of the question's terms")
+        if text and composed.reasons and steps:  # why each unit was chosen, on the step that found it
+            last = steps[-1]
+            steps[-1] = last.model_copy(
+                update={"detail": f"{last.detail}; answer units: {'; '.join(composed.reasons)}"}
+            )
         return self._assemble(
             question,
             text,
@@ -286,7 +293,8 @@ class Orchestrator:
                 f"the model stopped before answering ({outcome.stop_reason.replace('_', ' ')}); "
                 "the answer was composed extractively from the evidence it gathered"
             )
-            text, citations, _ = self.extractive.compose(question, ledger.numbered())
+            composed = await self.extractive.answer(question, ledger.numbered())
+            text, citations = composed.text, composed.citations
         else:
             text, citations, notes = finalize(outcome.text, ledger)
             limitations.extend(notes)

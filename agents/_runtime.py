@@ -47,6 +47,7 @@ from simone.agents._tools import (
 )
 from simone.providers import discover_provider_packages
 from simone.runtime import (
+    EMBEDDING_CHAIN,
     PROVIDER_FACTORIES,
     Caller,
     ConfigError,
@@ -237,7 +238,9 @@ class Runtime:
             self.registry = _prepared_first(self.registry, opened.prepare)
         self.orchestrator = Orchestrator(
             model=self.model,
-            extractive=ExtractiveModel(Analyzer.from_settings(settings.lexical)),
+            extractive=ExtractiveModel(
+                Analyzer.from_settings(settings.lexical), embeddings=self.published.get(EMBEDDING_CHAIN)
+            ),
             policy=self.policy,
             fallback_to_extractive=settings.agents.fallback_to_extractive,
             limits=LoopLimits(max_steps=settings.agents.max_steps, max_tokens=settings.agents.max_tokens),
