@@ -521,21 +521,29 @@ class ExtractiveModel:
             if item.trust is Trust.UNTRUSTED:
                 content = contain_untrusted(content).text
             own = _own(item)
+            untrusted = item.trust is Trust.UNTRUSTED
+
+            def quotable(text: str, untrusted: bool = untrusted) -> str:
+                """``text``, or nothing when it is untrusted and instruction-like (never quoted)."""
+                return "" if text and untrusted and contain_untrusted(text).flags else text
+
             for unit in split_units(content):
                 if unit.kind != "code" and unit.text.endswith(":"):
                     continue  # a lead-in says nothing by itself (its code block carries it)
-                if item.trust is Trust.UNTRUSTED and contain_untrusted(unit.text).flags:
+                if not quotable(unit.text):
                     continue
                 hits = hits_of(unit.text)
                 shown = unit.text
-                if unit.kind == "code" and unit.intro:
-                    intro_hits = hits_of(unit.intro)
-                    if unit.intro.endswith(":") or intro_hits:  # the prose that introduces it comes along
-                        shown = f"{unit.intro}\n{unit.text}"
+                intro = quotable(unit.intro)
+                if unit.kind == "code" and intro:
+                    intro_hits = hits_of(intro)
+                    if intro.endswith(":") or intro_hits:  # the prose that introduces it comes along
+                        shown = f"{intro}\n{unit.text}"
                         hits |= intro_hits
                 if hits:
-                    before = unit.before if unit.before and hits_of(unit.before) else ""
-                    after = unit.after if unit.after and hits_of(unit.after) else ""
+                    before, after = quotable(unit.before), quotable(unit.after)
+                    before = before if before and hits_of(before) else ""
+                    after = after if after and hits_of(after) else ""
                     candidates.append(
                         _Candidate(number, item, position, unit, shown, hits, own, before, after)
                     )
