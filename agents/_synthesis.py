@@ -144,33 +144,7 @@ def citation_for(number: int, item: Evidence, quote: str = "") -> Citation:
 
 
 _SENTENCE = re.compile(r"(?<=[.!?。！？])[\"'”’)\]]*\s+|(?<=[。！？])|\n\s*\n|\n(?=\s*(?:[-*+]|\d+\.|#)\s)")
-_MARKUP = re.compile(r"^\s*(?:#{1,6}|[-*+>]|\d+\.)\s+|\s*\|\s*")
-_EMPHASIS = re.compile(r"(?<!\w)[*_]{1,3}(?=\S)|(?<=\S)[*_]{1,3}(?!\w)|`+")
-_HEADING_LINE = re.compile(r"(?m)^\s*#{1,6}\s.*$|^\s*(?:[=-]{3,}|```.*)\s*$")
-_TABLE_RULE = re.compile(r"(?m)^\s*\|?(?:\s*:?-{3,}:?\s*\|)+\s*:?-{0,}:?\s*$")
-_TABLE_HEAD = re.compile(r"(?m)^\s*\|.*\|\s*\n\s*\|?(?:\s*:?-{3,}:?\s*\|)+\s*:?-{0,}:?\s*$")
-_TABLE_ROW = re.compile(r"(?m)^\s*(\|.*\|)\s*$")
 _MIN_SENTENCE_CHARS = 12
-
-
-def _table_row(match: re.Match[str]) -> str:
-    cells = [cell.strip() for cell in match.group(1).strip("|").split("|")]
-    return "\n\n" + " — ".join(cell for cell in cells if cell) + "\n\n"
-
-
-def split_sentences(text: str) -> list[str]:
-    """Sentences of ``text`` (markdown markers removed, whitespace collapsed)."""
-    out: list[str] = []
-    text = _HEADING_LINE.sub("\n\n", text)  # headings label sections; they are not statements
-    text = _TABLE_HEAD.sub("\n\n", text)  # a header row names columns; it states nothing
-    text = _TABLE_RULE.sub("\n\n", text)
-    text = _TABLE_ROW.sub(_table_row, text)  # a table row is one statement: "cell — cell"
-    for piece in _SENTENCE.split(text):
-        cleaned = " ".join(_MARKUP.sub(" ", _EMPHASIS.sub("", line)) for line in piece.splitlines())
-        cleaned = " ".join(cleaned.split())
-        if len(cleaned) >= _MIN_SENTENCE_CHARS:
-            out.append(cleaned)
-    return out
 
 
 UnitKind = Literal["sentence", "item", "row", "code", "definition"]

@@ -1,7 +1,7 @@
 from hypothesis import given, settings, strategies as st
 from simone.agents import EvidenceLedger, ExtractiveModel, finalize, render_evidence
 from simone.agents._evidence import CLOSE, OPEN, render_block
-from simone.agents._synthesis import split_sentences
+from simone.agents._synthesis import split_units
 from simone.runtime import Evidence, Trust
 
 
@@ -100,27 +100,32 @@ def test_finalize_drops_invented_numbers_and_flags_uncited_answers() -> None:
     assert none == [] and any("cites none" in n for n in notes)
 
 
-def test_split_sentences_skips_headings_and_markup() -> None:
-    assert split_sentences("# Title\n\n- **Bold** item that is long enough\n- tiny") == [
+def _texts(text: str) -> list[str]:
+    return [unit.text for unit in split_units(text)]
+
+
+def test_units_skip_headings_and_markup() -> None:
+    assert _texts("# Title\n\n- **Bold** item that is long enough\n- tiny") == [
         "Bold item that is long enough"
     ]
-    assert split_sentences("First sentence here. Second one follows!\nThird line of text") == [
+    assert _texts("First sentence here. Second one follows!\nThird line of text") == [
         "First sentence here.",
         "Second one follows!",
         "Third line of text",
     ]
 
 
-def test_split_sentences_reads_tables_row_by_row_without_the_header() -> None:
+def test_units_read_tables_row_by_row_each_under_its_header() -> None:
     table = (
         "Intro line here.\n\n| status | meaning |\n|---|:---:|\n"
         "| `complete` | every provider answered |\n| `failed` | **every** provider failed |\n\nA closing line after it."
     )
-    assert split_sentences(table) == [
-        "Intro line here.",
-        "complete — every provider answered",
-        "failed — every provider failed",
-        "A closing line after it.",
+    header = "| status | meaning |\n|---|:---:|\n"
+    assert [(unit.kind, unit.text) for unit in split_units(table)] == [
+        ("sentence", "Intro line here."),
+        ("row", header + "| `complete` | every provider answered |"),
+        ("row", header + "| `failed` | **every** provider failed |"),
+        ("sentence", "A closing line after it."),
     ]
 
 
