@@ -94,6 +94,71 @@ def test_an_api_question_is_answered_with_the_code_block_and_its_introduction() 
     assert "Lunch" not in text and citations[0].number == 1 and coverage > 0.5
 
 
+def test_a_code_block_is_introduced_by_the_paragraph_before_it_across_a_blank_line() -> None:
+    doc = (
+        "Frozen instances cannot be changed.\n\n"
+        "In regular program flow you need new instances with changed attributes.\n"
+        "attrs imitates Clojure here: `attrs.evolve`:\n\n"
+        "```python\n>>> i2 = evolve(i1, y=3)\n```\n\n"
+        "```python\n>>> i3 = evolve(i2, y=4)\n```\n"
+    )
+    first, second = [u for u in split_units(doc) if u.kind == "code"]
+    # the whole paragraph before it, not only its last sentence, and nothing of the paragraph before that
+    assert first.intro == (
+        "In regular program flow you need new instances with changed attributes. "
+        "attrs imitates Clojure here: `attrs.evolve`:"
+    )
+    assert second.intro == ""  # a second block in a row is not introduced by the same prose again
+    heading_between = "A paragraph about something else entirely.\n\n## Usage\n\n```\nrun()\n```\n"
+    assert [u.intro for u in split_units(heading_between) if u.kind == "code"] == [""]
+
+
+def test_a_chunk_that_continues_a_better_ranked_chunk_is_ranked_with_it() -> None:
+    def chunk(content: str, path: str, lines: tuple[int, int]) -> Evidence:
+        return Evidence.create(
+            provider="document-index",
+            provider_name="documents",
+            locator=f"{path}#L{lines[0]}-L{lines[1]}",
+            title="T",
+            content=content,
+            metadata={"path": path, "line_start": lines[0], "line_end": lines[1]},
+        )
+
+    head = chunk("Frozen classes are described here at length.", "docs/a.md", (1, 20))
+    other = chunk("A frozen instance of another kind, with its attribute.", "docs/b.md", (1, 9))
+    tail = chunk(
+        "Copy a frozen instance with one attribute changed by calling evolve.", "docs/a.md", (20, 40)
+    )
+    ledger = EvidenceLedger()
+    ledger.add([head, other, tail])
+    question = "How do I copy a frozen instance with one attribute changed?"
+    model = ExtractiveModel(max_sentences=1)
+    words, candidates = model._candidates(question, ledger.numbered())
+    assert {c.item.locator: c.position for c in candidates}["docs/a.md#L20-L40"] == 0  # ranked with L1-L20
+    assert "evolve" in model.compose(question, ledger.numbered())[0]
+    ranked_apart = ExtractiveModel(max_sentences=1, passage_rank=False)
+    words, candidates = ranked_apart._candidates(question, ledger.numbered())
+    assert {c.item.locator: c.position for c in candidates}["docs/a.md#L20-L40"] == 2
+
+
+def test_a_unit_sharing_one_stray_word_does_not_join_the_answer() -> None:
+    ledger = EvidenceLedger()
+    ledger.add(
+        [
+            _doc(
+                "The Panthers team led the league with 24 interceptions in the 2015 season.",
+                "docs/a.md#L1-L1",
+            ),
+            _doc("Regular meetings are held in western countries.", "docs/b.md#L1-L1"),
+        ]
+    )
+    question = "Which team had the most interceptions in the regular season of 2015?"
+    text, citations, _ = ExtractiveModel().compose(question, ledger.numbered())
+    assert "interceptions" in text and "western" not in text and len(citations) == 1
+    padded, _, _ = ExtractiveModel(follow_floor=0.0).compose(question, ledger.numbered())
+    assert "western" in padded  # without the floor the stray "regular" would have padded it
+
+
 def test_sources_are_numbered_from_one_in_the_order_shown() -> None:
     ledger = EvidenceLedger()
     unrelated = _doc("Cats sleep most of the day.", "docs/cats.md#L1-L1")
