@@ -26,6 +26,7 @@ OPEN = "<<<EVIDENCE"
 CLOSE = "<<<END EVIDENCE"
 
 _DELIMITERS = re.compile(r"<<<|>>>")
+_PROMPT = re.compile(r"(?m)^[ \t]*>>>(?=[ \t]|$)")
 _WRAPPER_WORDS = re.compile(r"(?i)\b(?:END\s+)?EVIDENCE\b(?=\s+(?:n|number)\s*=)")
 _FAKE_TAGS = re.compile(
     r"<(/?\s*(?:evidence|source|document|system|instructions?|assistant|user|tool(?:_call|_result)?|"
@@ -35,9 +36,21 @@ _FAKE_TAGS = re.compile(
 _FAKE_HEADING = re.compile(r"(?im)^(\s*#{1,6}\s*)(?=(?:end\s+)?(?:evidence|system|instructions?)\b)")
 
 
-def neutralise(text: str) -> str:
-    """``text`` with anything that imitates the evidence wrapper defused (content otherwise kept)."""
-    text = _DELIMITERS.sub(lambda m: "‹‹‹" if m.group(0) == "<<<" else "›››", text)
+def neutralise(text: str, *, prompts: bool = True) -> str:
+    """``text`` with anything that imitates the evidence wrapper defused (content otherwise kept).
+
+    With ``prompts`` (a block's body), a ``>>>`` that opens a line followed by a space or the line's
+    end — Python's interactive prompt in a doctest — is kept verbatim: it cannot close a header that
+    no ``<<<`` opened, and code reaches the model as written. An attribute value is defused entirely.
+    """
+    kept = {m.end() - 3 for m in _PROMPT.finditer(text)} if prompts else set()
+
+    def defuse(match: re.Match[str]) -> str:
+        if match.group(0) == "<<<":
+            return "‹‹‹"
+        return match.group(0) if match.start() in kept else "›››"
+
+    text = _DELIMITERS.sub(defuse, text)
     text = _WRAPPER_WORDS.sub(lambda m: m.group(0).lower().replace("evidence", "evidence\u2009"), text)
     text = _FAKE_TAGS.sub(lambda m: f"‹{m.group(1)}›", text)
     return _FAKE_HEADING.sub(lambda m: m.group(1).replace("#", "＃"), text)
@@ -45,7 +58,7 @@ def neutralise(text: str) -> str:
 
 def _attribute(value: str) -> str:
     cleaned = strip_hidden(value).text
-    return neutralise(" ".join(cleaned.split()))[:300].replace('"', "'")
+    return neutralise(" ".join(cleaned.split()), prompts=False)[:300].replace('"', "'")
 
 
 class EvidenceLedger:

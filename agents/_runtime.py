@@ -22,7 +22,7 @@ from collections.abc import Collection, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 from pydantic import BaseModel
@@ -49,15 +49,18 @@ from simone.providers import discover_provider_packages
 from simone.runtime import (
     EMBEDDING_CHAIN,
     PROVIDER_FACTORIES,
+    RERANKER,
     Caller,
     ConfigError,
     Depth,
     InvalidRequest,
     Prepare,
     Provider,
+    ProviderNotConfigured,
     ProviderRegistry,
     ProviderSetup,
     Published,
+    RerankOptions,
     RetrievalResult,
     Router,
     Settings,
@@ -67,6 +70,9 @@ from simone.runtime import (
 from simone.runtime.text import Analyzer
 from simone.workflows.research import WebResearchResult, depth_of
 from simone.workflows.retrieval import SelectionPolicy, retrieve
+
+if TYPE_CHECKING:
+    from simone.providers.memory import RuntimeMemoryStore
 
 
 def bundled_docs() -> Path | None:
@@ -217,6 +223,8 @@ class Runtime:
             provider_timeout_s=router_settings.provider_timeout_s,
             max_query_chars=router_settings.max_query_chars,
             min_truncation_tokens=router_settings.min_truncation_tokens,
+            reranker=self.published.get(RERANKER),
+            rerank=RerankOptions.from_settings(settings.rerank),
         )
         rules = [*settings.agents.selection_rules, *opened.rules]
         if self.policy is None and (rules or not settings.agents.selection_defaults):
@@ -304,6 +312,31 @@ class Runtime:
         if self.router is None or self.orchestrator is None:
             raise ConfigError("the runtime is not open: use 'async with Runtime.open(settings) as runtime:'")
         return self.router, self.orchestrator
+
+    @property
+    def memory(self) -> RuntimeMemoryStore:
+        """The open memory store: notes, todos, checklists, facts, task states and session turns.
+
+        ``await runtime.memory.create(context, NoteCreate(title=...))``, ``search_records``,
+        ``complete``, ``list_records``… (:class:`~simone.providers.memory.MemoryStore`), each under the
+        trusted context it is given. The same store the memory tools and providers use.
+
+        Raises:
+            ConfigError: the runtime is not open.
+            ProviderNotConfigured: memory was not opened (``memory=False``, ``skip={"memory"}``, or
+                ``factories=`` without memory's), so there is no store to hand out.
+        """
+        from simone.providers.memory import MEMORY_STORE
+
+        self._ready()
+        store = self.published.get(MEMORY_STORE)
+        if store is None:
+            raise ProviderNotConfigured(
+                "memory is not open in this runtime — open it without memory=False or skip={'memory'} "
+                "(and with memory's factory when you pass factories=)",
+                provider="memory",
+            )
+        return store
 
     def admit(
         self,

@@ -445,7 +445,9 @@ class ExtractiveModel:
     introduces it (its last three sentences), which is quoted with it. A unit's score is its covered
     weight share, plus ``code_bonus`` for an introduced code block (in API documentation the code is
     the answer), plus ``own_boost`` when it comes from the asking actor's own memory (or this
-    conversation) and covers at least half of what the best unit covers, plus ``semantic_weight`` × its
+    conversation) and covers at least half of what the best unit covers (1 more when the question asks
+    about the asker's own facts — "our", "my", "we": :func:`asks_about_own` — so that memory leads),
+    plus ``semantic_weight`` × its
     cosine similarity to the question for the ``embed_limit`` best lexical candidates (embedded in one
     batch with the question, when an embedding chain is given), all divided by 1 + ``rank_decay``·rank
     of its evidence item (own memory is not divided: when it answers, it speaks first). With
@@ -573,7 +575,7 @@ class ExtractiveModel:
         is in a picked unit. :meth:`answer` adds the meaning (embedding similarity) when a chain is set.
         """
         words, candidates = self._candidates(question, numbered)
-        chosen = self._select(words, candidates)
+        chosen = self._select(words, candidates, first_person=asks_about_own(question))
         return chosen.text, chosen.citations, chosen.coverage
 
     async def answer(self, question: str, numbered: Sequence[tuple[int, Evidence]]) -> Composition:
@@ -599,23 +601,27 @@ class ExtractiveModel:
                     candidate.similarity = float(
                         np.dot(query, vector) / (np.linalg.norm(query) * np.linalg.norm(vector) or 1.0)
                     )
-        chosen = self._select(words, candidates)
+        chosen = self._select(words, candidates, first_person=asks_about_own(question))
         if note:
             chosen.reasons.append(note)
         return chosen
 
-    def _select(self, words: list[frozenset[str]], candidates: list[_Candidate]) -> Composition:
+    def _select(
+        self, words: list[frozenset[str]], candidates: list[_Candidate], *, first_person: bool = False
+    ) -> Composition:
         if not candidates:
             return Composition()
         idf = _idf(words, candidates)
         total = sum(idf) or 1.0
         best_lexical = max(sum(idf[i] for i in c.hits) for c in candidates) / total
+        # a question about "our"/"my" facts: the asker's own memory that answers speaks first
+        own_boost = self.own_boost + (1.0 if first_person else 0.0)
 
         def base(candidate: _Candidate) -> float:
             bonus = self.semantic_weight * (candidate.similarity or 0.0)
             share = sum(idf[i] for i in candidate.hits) / total
             if candidate.own and share >= 0.5 * best_lexical:
-                bonus += self.own_boost
+                bonus += own_boost
             if candidate.unit.kind == "code" and candidate.unit.intro:
                 bonus += self.code_bonus
             return bonus
@@ -677,6 +683,24 @@ class ExtractiveModel:
             reasons.append(_reason(shown_number, candidate, len(words), score))
         coverage = len(covered) / len(words)
         return Composition(text, [citations[n] for n in sorted(citations)], round(coverage, 4), reasons)
+
+
+_FIRST_PERSON = re.compile(
+    r"(?i)\b(?:our|ours|my|mine|we|unser\w*|mein\w*|wir|uns|notre|nos|mon|nous|nuestr\w*|mis?|nosotr\w*"
+    r"|noss[oa]s?|meus?|minhas?|nostr\w*|mi[oa]|miei|noi|onze|ons|mijn|wij|наш\w*|мо[йяеи]\w*|мы)\b"
+    r"|我们|我的|咱们|私たち|我々|うちの|僕の|私の|우리|제\s|내\s"
+)
+"""First-person cues of the languages most asked in ("our", "my", "we"; unser, notre, nuestro, 我们,
+私たち, 우리…): the question is about the asker's own facts. "I" is not one: "how do I…" asks how."""
+
+
+def asks_about_own(question: str) -> bool:
+    """Whether ``question`` asks about the asker's own facts ("What timeout does *our* gateway use?").
+
+    Then the asker's own memory that answers (covers at least half of what the best unit covers)
+    leads the answer even when a document covers a word more; otherwise it gets ``own_boost`` only.
+    """
+    return bool(_FIRST_PERSON.search(question))
 
 
 def _passage_positions(items: Sequence[Evidence]) -> list[int]:

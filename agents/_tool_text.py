@@ -21,6 +21,7 @@ message, and the MCP server sends the same text as the call's ``content`` (the f
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -84,8 +85,9 @@ def _retrieval(name: str, result: RetrievalResult, ledger: EvidenceLedger) -> st
     left_out = []
     if budget.truncated:
         left_out.append(f"{budget.truncated} truncated")
-    if budget.omitted:
-        left_out.append(f"{budget.omitted} over budget")
+    over_budget = budget.omitted - len(budget.beyond_limit)  # ``omitted`` counts both kinds of cut
+    if over_budget > 0:
+        left_out.append(f"{over_budget} over budget")
     if budget.duplicates_dropped:
         left_out.append(f"{_count(budget.duplicates_dropped, 'duplicate')} dropped")
     if budget.beyond_limit:
@@ -118,8 +120,32 @@ def _research(name: str, result: WebResearchResult, ledger: EvidenceLedger) -> s
 def _records(name: str, records: Sequence[tuple[MemoryRecord, float | None]]) -> str:
     if not records:
         return f"{name}: no records"
-    blocks = [_record(record, score) for record, score in records]
-    return "\n".join([f"{name}: {_count(len(records), 'record')}", MEMORY_NOTICE, *blocks])
+    raw = [score for _, score in records]
+    relative = relative_scores(raw)
+    head = f"{name}: {_count(len(records), 'record')}"
+    if relative is not None:
+        head += f" ({RELATIVE_SCORE_NOTE})"
+    scores = relative if relative is not None else raw
+    blocks = [_record(record, score) for (record, _), score in zip(records, scores, strict=True)]
+    return "\n".join([head, MEMORY_NOTICE, *blocks])
+
+
+RELATIVE_SCORE_NOTE = "score: BM25 relative to the best hit, 1.00 = best"
+"""How a memory search's scores are shown to a model."""
+
+
+def relative_scores(scores: Sequence[float | None]) -> list[float | None] | None:
+    """Each score divided by the best one (1.0 = the best hit), or ``None`` when there is nothing to scale.
+
+    BM25 from SQLite's FTS5 floors a term's IDF at 1e-6 when the term is in half the rows or more, so in
+    a small memory every raw score is ~1e-6 and two decimals show ``0.00``; the ratio to the best hit
+    keeps what the ranking says. ``None`` (no score, or no positive finite best) leaves the raw values.
+    """
+    known = [s for s in scores if s is not None and math.isfinite(s)]
+    best = max(known, default=0.0)
+    if best <= 0.0:
+        return None
+    return [None if s is None else s / best for s in scores]
 
 
 def _record(record: MemoryRecord, score: float | None = None) -> str:
@@ -133,7 +159,7 @@ def _record(record: MemoryRecord, score: float | None = None) -> str:
     if record.deleted_at is not None:
         facts.append("deleted")
     if score is not None:
-        facts.append(f"score={score:.2f}")
+        facts.append(f"score={score:.2f}" if score >= 0.005 else f"score={score:.2g}")
     facts.append(f"updated={record.updated_at.date().isoformat()}")
     kind = record.kind.value
     if kind in ("note", "todo", "checklist"):
@@ -171,7 +197,7 @@ def _count(n: int, noun: str) -> str:
 
 
 def _one_line(text: str) -> str:
-    return neutralise(" ".join(strip_hidden(str(text)).text.split()))
+    return neutralise(" ".join(strip_hidden(str(text)).text.split()), prompts=False)
 
 
 def _value(value: Any) -> str:
@@ -179,4 +205,4 @@ def _value(value: Any) -> str:
 
 
 def _json(data: Any) -> str:
-    return neutralise(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
+    return neutralise(json.dumps(data, ensure_ascii=False, separators=(",", ":")), prompts=False)

@@ -8,9 +8,16 @@ Usage::
 Measured in one run, over a real runtime (the bundled handbook indexed into a temporary data folder
 by the real ONNX model, real SQLite memory):
 
-* the tool list of each profile as ``tools/list`` puts it on the wire (the server's own
+* the tool list of each role under each tool profile (``core`` — the default —, ``retrieval``,
+  ``memory``, ``full``) as ``tools/list`` puts it on the wire (the server's own
   ``simone.agents.mcp.listed_tools`` in the MCP SDK's JSON of ``name``, ``description`` and
-  ``inputSchema``), with how many properties carry no description;
+  ``inputSchema``), with how many properties carry a description; beside them the list as it was
+  before profiles (the 33 tools: ``full`` without the ``memory`` tool), measured in the same run;
+* the two ways to a small default (issue 31.1), measured the same way: **one memory tool** with an
+  ``action`` and a ``kind`` (the ``core`` profile) against a **small core set** of the per-kind
+  memory tools a model needs most (create_note, create_todo, complete_todo, list_todos, create_fact,
+  delete_memory beside the same retrieval and delegation tools), with how many of the 30 memory
+  operations each reaches;
 * a typical ``retrieve_context`` result (three handbook questions) and a memory ``search_notes`` result:
   the JSON text block MCP sent before (the dumped model) beside the compact text of
   ``simone.agents._tool_text.render_tool_result`` (the text block now; the structured model still goes
@@ -42,7 +49,13 @@ import anyio
 from _index_common import RESULTS, save
 from pydantic import BaseModel
 from simone.agents import ORCHESTRATOR, RESEARCHER, AgentProfile, Runtime, bundled_docs
-from simone.agents.mcp import listed_tools
+from simone.agents.mcp import (
+    MEMORY_ALIASES,
+    MEMORY_TOOL,
+    TOOL_PROFILE_NAMES,
+    ToolProfile,
+    listed_tools,
+)
 from simone.providers.documents import DOCUMENT_INDEX
 from simone.providers.embeddings import load_tokenizer
 from simone.runtime import Settings
@@ -109,16 +122,52 @@ def _properties(schema: Any) -> tuple[int, int]:
     return total, undescribed
 
 
-def tool_list(runtime: Runtime, profile: AgentProfile, count: Counter) -> dict[str, Any]:
-    """The profile's ``tools/list`` result (the server's own) as the MCP SDK serialises it, measured."""
-    tools = runtime.registry.for_profile(profile)
-    wire = listed_tools(runtime, profile).model_dump_json(by_alias=True, exclude_none=True)
-    props, undescribed = _properties([t.spec().parameters for t in tools])
+SMALL_CORE_SET = ToolProfile(
+    "small core set",
+    "the variant not chosen: the most used per-kind memory tools instead of the one memory tool",
+    frozenset(
+        {
+            "retrieve_context",
+            "retrieve_memory",
+            "delegate_research",
+            "web_research",
+            "create_note",
+            "create_todo",
+            "complete_todo",
+            "list_todos",
+            "create_fact",
+            "delete_memory",
+        }
+    ),
+)
+"""Variant B of issue 31.1, measured beside the ``core`` profile (variant A) and not shipped."""
+
+BEFORE_PROFILES = "before profiles"
+"""The list the server sent before tool profiles: every tool of the role, without the ``memory`` tool."""
+
+
+def tool_list(
+    runtime: Runtime, profile: AgentProfile, count: Counter, tools: ToolProfile | str = "core"
+) -> dict[str, Any]:
+    """The ``tools/list`` result (the server's own) of ``profile`` under ``tools``, as the SDK sends it.
+
+    ``tools`` = :data:`BEFORE_PROFILES` measures the list as it was before tool profiles.
+    """
+    result = listed_tools(runtime, profile, "full" if tools == BEFORE_PROFILES else tools)
+    if tools == BEFORE_PROFILES:
+        result = result.model_copy(update={"tools": [t for t in result.tools if t.name != MEMORY_TOOL]})
+    wire = result.model_dump_json(by_alias=True, exclude_none=True)
+    props, undescribed = _properties([t.input_schema for t in result.tools])
+    names = {t.name for t in result.tools}
+    reachable = len(MEMORY_ALIASES) if MEMORY_TOOL in names else len(names & MEMORY_ALIASES.keys())
     return {
-        "tools": len(tools),
+        "tools": len(result.tools),
+        "names": sorted(names) if len(names) <= 12 else None,
         "properties": props,
         "undescribed_properties": undescribed,
-        "undescribed_tools": sum(1 for t in tools if not t.description.strip()),
+        "described_share": round((props - undescribed) / props, 3) if props else None,
+        "undescribed_tools": sum(1 for t in result.tools if not (t.description or "").strip()),
+        "memory_operations": reachable,
         **count(wire),
     }
 
@@ -159,6 +208,16 @@ async def measure(data: Path) -> dict[str, Any]:
     async with Runtime(Settings(data_dir=data), web=False) as runtime:
         await runtime.published.require(DOCUMENT_INDEX).index_paths([docs])
         lists = {profile.name: tool_list(runtime, profile, count) for profile in (ORCHESTRATOR, RESEARCHER)}
+        profiles = {
+            role.name: {
+                name: tool_list(runtime, role, count, name) for name in (*TOOL_PROFILE_NAMES, BEFORE_PROFILES)
+            }
+            for role in (ORCHESTRATOR, RESEARCHER)
+        }
+        variants = {
+            "one memory tool (core)": tool_list(runtime, ORCHESTRATOR, count, "core"),
+            SMALL_CORE_SET.name: tool_list(runtime, ORCHESTRATOR, count, SMALL_CORE_SET),
+        }
         context = runtime.admit({"actor": "alice", "project": "handbook"})
         retrieved = [
             await runtime.session(context).call("retrieve_context", {"query": question})
@@ -170,6 +229,8 @@ async def measure(data: Path) -> dict[str, Any]:
         evidence = [len(getattr(r, "evidence", [])) for r in retrieved]
     return {
         "tool_lists": lists,
+        "profiles": profiles,
+        "variants": variants,
         "results": {
             "retrieve_context": {
                 **measure_result("retrieve_context", retrieved, count),
@@ -187,8 +248,35 @@ def _row(label: str, before: Any, after: Any, unit: str) -> str:
     return f"{label:<52} {before:>10} {after:>10} {ratio:>8} {unit}"
 
 
+def _share(measured: dict[str, Any]) -> str:
+    described = measured["properties"] - measured["undescribed_properties"]
+    return f"{described}/{measured['properties']}"
+
+
+def profile_table(now: dict[str, Any]) -> list[str]:
+    """Each role's list under each profile, beside the list before profiles (same run)."""
+    head = f"{'role / tool profile':<34} {'tools':>5} {'chars':>7} {'tokens':>7} {'chars/4':>7} "
+    lines = [head + f"{'described':>10} {'memory ops':>10} {'chars vs before':>15}"]
+    for role, measured in now["profiles"].items():
+        was = measured[BEFORE_PROFILES]["chars"]
+        for name, m in measured.items():
+            ratio = f"{m['chars'] / was:.2f}x" if was else "—"
+            lines.append(
+                f"{role + ' / ' + name:<34} {m['tools']:>5} {m['chars']:>7} {m['tokens']:>7} "
+                f"{m['chars_div_4']:>7} {_share(m):>10} {m['memory_operations']:>10} {ratio:>15}"
+            )
+    lines.append("")
+    lines.append("the two ways to a small default (orchestrator):")
+    for name, m in now["variants"].items():
+        lines.append(
+            f"  {name:<32} {m['tools']:>5} {m['chars']:>7} {m['tokens']:>7} {m['chars_div_4']:>7} "
+            f"{_share(m):>10} {m['memory_operations']:>7}/{len(MEMORY_ALIASES)}"
+        )
+    return lines
+
+
 def report(now: dict[str, Any], before: dict[str, Any] | None) -> list[str]:
-    lines = [f"{'':<52} {'before':>10} {'after':>10} {'ratio':>8}"]
+    lines = [f"{'default list (core) and results':<52} {'before':>10} {'after':>10} {'ratio':>8}"]
     for profile, after in now["tool_lists"].items():
         was = (before or {}).get("tool_lists", {}).get(profile, {})
         lines.append(_row(f"{profile} tool list: tools", was.get("tools"), after["tools"], ""))
@@ -224,7 +312,7 @@ def summary(now: dict[str, Any], before: dict[str, Any] | None) -> list[dict[str
                     "peer": was["tokens"],
                     "ratio": round(after["tokens"] / was["tokens"], 3),
                     "better": "lower",
-                    "note": f"{after['tools']} tools (before {was['tools']}); "
+                    "note": f"default profile core: {after['tools']} tools (before {was['tools']}); "
                     f"{after['undescribed_properties']} of {after['properties']} properties undescribed "
                     f"(before {was['undescribed_properties']} of {was['properties']})",
                 }
@@ -269,6 +357,8 @@ def main(argv: list[str] | None = None) -> int:
     if before and not args.record_before:
         print(f"before: recorded at commit {before['commit'][:12]} by `{before['command']}`")
     print("\n".join(lines))
+    print()
+    print("\n".join(profile_table(now)))
     payload = {
         "tokenizer": TOKENIZER_NAME,
         "command": command,

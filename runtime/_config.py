@@ -195,6 +195,22 @@ class IndexSettings(_Section):
     # The writer lock object of an object-store collection: held for this long unless renewed
     # (every third of it); a crashed writer's lock is taken over once its lease has run out.
     lock_lease_s: Annotated[float, Field(ge=5.0, le=3600.0)] = 60.0
+    # Noise (providers/documents/_skip.py): stylesheets, scripts in asset folders, site navigation,
+    # images and generated files are skipped by default and counted; ``include`` patterns index them
+    # anyway, ``skip`` patterns skip more (gitignore-style, below the folder given to index).
+    skip: list[str] = Field(default_factory=list)
+    include: list[str] = Field(default_factory=list)
+    # What a chunk's path is stored as (providers/documents/_locators.py): None = the absolute path;
+    # a URL (joined with the path inside the git work tree), a root folder (paths relative to it),
+    # or a map of local roots to URLs or prefixes.
+    locator_base: str | dict[str, str] | None = None
+    # Freshness: a git work tree is indexed at its checked-out commit, reading only the files
+    # changed since the last indexed commit (and uncommitted ones); False compares every file's digest.
+    use_git: bool = True
+    # Folders ``simone serve`` keeps fresh, re-indexed every ``refresh_seconds`` (``simone index
+    # --watch`` follows changes as they happen instead).
+    watch: list[Path] = Field(default_factory=list)
+    refresh_seconds: Annotated[float, Field(ge=5.0, le=86_400.0)] = 300.0
 
 
 class MemorySettings(_Section):
@@ -303,6 +319,17 @@ class AgentSettings(_Section):
     selection_defaults: bool = True
 
 
+class McpSettings(_Section):
+    """The MCP surface (``simone mcp`` and ``simone serve``): which tool profile a host lists.
+
+    ``tools`` names the profile (``core`` — retrieval, research delegation and one ``memory`` tool —,
+    ``retrieval``, ``memory`` or ``full``; see ``simone.agents.mcp.TOOL_PROFILES``); ``simone mcp
+    --tools`` and a token's own profile win over it. Checked against the profiles when a server starts.
+    """
+
+    tools: Annotated[str, Field(min_length=1, max_length=64)] = "core"
+
+
 class ServeSettings(_Section):
     """``simone serve``: where it listens, its workers, tokens, per-token limits and deadlines.
 
@@ -331,6 +358,39 @@ class ServeSettings(_Section):
     header_timeout_s: Annotated[float, Field(gt=0, le=600)] = 10.0
     body_timeout_s: Annotated[float, Field(gt=0, le=3600)] = 30.0
     max_open_streams: Annotated[int, Field(ge=1, le=10_000)] = 4
+
+
+class RerankSettings(_Section):
+    """The rerank stage after fusion (``[rerank]``; see docs/rerank.md): which reranker, over how much.
+
+    ``backend``: ``none`` (default), ``http`` (a rerank server at ``url``, the full endpoint, e.g.
+    ``http://localhost:8080/v1/rerank``; ``api`` picks the request and answer shape: ``cohere`` for
+    Cohere, Jina, vLLM, Infinity and llama.cpp's server, ``voyage``, ``mixedbread``, ``tei``) or
+    ``onnx`` (a cross-encoder at ``model_path``: a folder with ``model.onnx`` and ``tokenizer.json``,
+    or a Hugging Face cache folder; nothing is downloaded). The key comes from the environment only
+    (``SIMONE_RERANK__API_KEY``). The first ``candidates`` fused items are reranked within
+    ``timeout_s`` (also cut to the request's deadline); a 429 is retried once when its Retry-After
+    fits in both that and ``max_retry_wait_s``. ``by_default``: rerank every request unless it says
+    ``rerank=False`` (off: only requests that say ``rerank=True``).
+    """
+
+    backend: Literal["none", "http", "onnx"] = "none"
+    url: Annotated[str, Field(min_length=1)] | None = None
+    api: Literal["cohere", "voyage", "mixedbread", "tei"] = "cohere"
+    model: Annotated[str, Field(min_length=1, max_length=256)] | None = None
+    api_key: SecretStr | None = None
+    model_path: Path | None = None
+    # 20 candidates (benchmarks/rerank.py, 2 shared cores): the stage adds ~8 ms p50 over a loopback
+    # rerank server at 20 (~40 ms at 100, mostly fusing and deduplicating 100 candidates instead of
+    # 10), and a MiniLM-L6-sized cross-encoder on the CPU 1.6 s at 20, 3.0 s at 50, 8.9 s at 100.
+    candidates: Annotated[int, Field(ge=1, le=1000)] = 20
+    timeout_s: Annotated[float, Field(gt=0, le=600)] = 2.0
+    by_default: bool = True
+    max_document_chars: Annotated[int, Field(ge=16, le=1_000_000)] = 4000
+    max_tokens: Annotated[int, Field(ge=8, le=8192)] = 512
+    batch_size: Annotated[int, Field(ge=1, le=1024)] = 16
+    onnx_threads: Annotated[int, Field(ge=1, le=64)] = 2
+    max_retry_wait_s: Annotated[float, Field(ge=0, le=600)] = 1.0
 
 
 def default_data_dir() -> Path:
@@ -430,6 +490,8 @@ class Settings(BaseSettings):
     web: WebSettings = WebSettings()
     agents: AgentSettings = AgentSettings()
     serve: ServeSettings = ServeSettings()
+    mcp: McpSettings = McpSettings()
+    rerank: RerankSettings = RerankSettings()
     providers: dict[str, dict[str, Any]] = Field(default_factory=dict, repr=False)
     """The sections of providers registered with :func:`~simone.runtime.register_provider` that are not
     built in (``[providers.<section>]`` in TOML, ``SIMONE_PROVIDERS__<SECTION>__<KEY>`` in the environment);

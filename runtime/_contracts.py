@@ -371,6 +371,9 @@ class RetrievalRequest(_Frozen):
         mode: lexical / semantic / hybrid for providers with several legs (``None``: their default).
         filters: metadata filters (exact match) for providers that support them.
         min_similarity: an explicit similarity floor for semantic legs.
+        rerank: ``True`` asks the router's reranker to reorder the first fused candidates, ``False``
+            keeps the fused order; ``None`` follows ``[rerank] by_default``. Without a reranker it is
+            ignored (the trace says so).
     """
 
     query: str
@@ -380,6 +383,7 @@ class RetrievalRequest(_Frozen):
     mode: SearchMode | None = None
     filters: dict[str, FilterValue] = Field(default_factory=dict)
     min_similarity: Annotated[float, Field(ge=-1.0, le=1.0)] | None = None
+    rerank: bool | None = None
 
     @field_validator("query")
     @classmethod
@@ -498,8 +502,43 @@ class ProviderTrace(_Frozen):
     skipped_legs: dict[str, str] = Field(default_factory=dict)
 
 
+class RerankMove(_Frozen):
+    """One candidate of the rerank stage: its 1-based place in the fused order and after the rerank."""
+
+    id: str
+    before: int
+    after: int
+    score: float | None = None
+    """The reranker's score (higher is more relevant); ``None``: the reranker did not score it."""
+
+
+RerankStatus = Literal["reranked", "kept_fused", "skipped"]
+"""``reranked``: the order is the reranker's; ``kept_fused``: it failed, the fused order stands;
+``skipped``: it was not asked (not wanted, not configured, fewer than two candidates)."""
+
+
+class RerankTrace(_Frozen):
+    """What the rerank stage did after fusion (see docs/rerank.md).
+
+    Attributes:
+        reranker: the reranker's name (``""`` when none is configured).
+        status: ``reranked``, ``kept_fused`` (it failed: the failure is in the result) or ``skipped``.
+        reason: why, in plain words.
+        candidates: how many of the first fused candidates were sent.
+        elapsed_ms: the time the stage took.
+        moves: each candidate sent, in the final order, with its fused and reranked place.
+    """
+
+    reranker: str
+    status: RerankStatus
+    reason: str = ""
+    candidates: int = 0
+    elapsed_ms: float = 0.0
+    moves: list[RerankMove] = Field(default_factory=list)
+
+
 class Trace(_Frozen):
-    """Where the time went and how the ranking came about."""
+    """Where the time went and how the ranking came about (``rerank``: the stage after fusion, if any)."""
 
     providers: list[ProviderTrace]
     fusion: list[FusedItem]
@@ -507,6 +546,7 @@ class Trace(_Frozen):
     weights: dict[str, float]
     total_ms: float
     router_ms: float
+    rerank: RerankTrace | None = None
 
 
 class RetrievalResult(_Frozen):

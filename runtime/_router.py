@@ -6,6 +6,7 @@ of :mod:`simone.runtime.ranking._assembly`; this module owns the I/O: deadlines,
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -24,8 +25,10 @@ from simone.runtime._contracts import (
     ProviderResponse,
     ProviderSelection,
     RequestSummary,
+    RerankTrace,
     RetrievalRequest,
     RetrievalResult,
+    Status,
     Trace,
     Trust,
     TrustedContext,
@@ -34,6 +37,7 @@ from simone.runtime._contracts import (
 from simone.runtime._detached import Detached
 from simone.runtime._errors import FailureKind, InvalidRequest, UnknownProvider
 from simone.runtime._provider import Provider
+from simone.runtime._rerank import Reranked, Reranker, RerankOptions, rerank_stage
 from simone.runtime.ranking import (
     MIN_TRUNCATION_TOKENS,
     RRF_K,
@@ -66,6 +70,9 @@ class Router:
             (``time.perf_counter``; tests pass a fake one to make a provider late without waiting).
         cancel_grace_s: how long past its deadline a cancelled provider may take to unwind before the
             router stops waiting for it (:data:`CANCEL_GRACE_S`); the stated slack of the deadline.
+        reranker: reorders the first fused candidates after fusion (see :mod:`simone.runtime._rerank`
+            and docs/rerank.md); ``None`` (default) keeps the fused order.
+        rerank: the stage's numbers (candidates, timeout, whether requests rerank by default).
     """
 
     def __init__(
@@ -80,6 +87,8 @@ class Router:
         min_truncation_tokens: int = MIN_TRUNCATION_TOKENS,
         clock: Callable[[], float] = time.perf_counter,
         cancel_grace_s: float = CANCEL_GRACE_S,
+        reranker: Reranker | None = None,
+        rerank: RerankOptions | None = None,
     ) -> None:
         by_name: dict[str, Provider] = {}
         for provider in providers:
@@ -94,6 +103,8 @@ class Router:
             raise InvalidRequest("provider_timeout_s must be > 0")
         if not 0 <= cancel_grace_s < math.inf:
             raise InvalidRequest("cancel_grace_s must be >= 0 and finite")
+        if reranker is not None and not isinstance(reranker, Reranker):
+            raise InvalidRequest(f"the reranker must have a name and an async rerank(), not {reranker!r}")
         self._providers = by_name
         self.rrf_k = rrf_k
         self.weights = dict(weights or {})
@@ -103,6 +114,8 @@ class Router:
         self.min_truncation_tokens = min_truncation_tokens
         self.clock = clock
         self.cancel_grace_s = cancel_grace_s
+        self.reranker = reranker
+        self.rerank = rerank or RerankOptions()
 
     @property
     def providers(self) -> Mapping[str, Provider]:
@@ -164,7 +177,27 @@ class Router:
             fan_started = clock()
             outcomes = await self._fan_out(request, context, chosen)
             fan_ms = (clock() - fan_started) * 1000
-            result = self._assemble(request, context, chosen, list(dropped), outcomes, max_tokens)
+            collected = collect(outcomes)
+            wanted = self.reranker is not None and self.rerank.wanted(request)
+            depth = max(request.limit, self.rerank.candidates) if wanted else request.limit
+            ranked = rank(
+                collected.evidence, collected.rankings, limit=depth, k=self.rrf_k, weights=self.weights
+            )
+            reranked: Reranked | None = None
+            if wanted and self.reranker is not None:
+                reranked = await rerank_stage(
+                    self.reranker,
+                    request.query,
+                    [c.evidence for c in ranked.candidates],
+                    self.rerank,
+                    context,
+                    clock=clock,
+                )
+                ranked = _reordered(ranked, reranked, request.limit)
+                fan_ms += reranked.trace.elapsed_ms  # the stage's time is not the router's overhead
+            result = self._assemble(
+                request, context, chosen, list(dropped), outcomes, max_tokens, collected, ranked, reranked
+            )
             span.set_attribute("simone.status", result.status.value)
             span.set_attribute("simone.evidence.count", len(result.evidence))
             span.set_attribute("simone.failures", [f.provider for f in result.failures])
@@ -321,12 +354,14 @@ class Router:
         dropped: list[ProviderSelection],
         outcomes: list[Outcome],
         max_tokens: int,
+        collected: Any,
+        ranked: Any,
+        reranked: Reranked | None,
     ) -> RetrievalResult:
-        """The pure steps of :mod:`simone.runtime.ranking._assembly` in order, plus the summary and the trace."""
-        collected = collect(outcomes)
-        ranked = rank(
-            collected.evidence, collected.rankings, limit=request.limit, k=self.rrf_k, weights=self.weights
-        )
+        """The steps of :mod:`simone.runtime.ranking._assembly` after fusion and the rerank stage.
+
+        Pack, report, then the request summary, the rerank stage's failure (if any) and the trace.
+        """
         fitted = pack_candidates(
             ranked.candidates, max_tokens, self.estimator, min_truncation_tokens=self.min_truncation_tokens
         )
@@ -339,6 +374,19 @@ class Router:
             estimator_label=self.estimator.label,
             dropped=dropped,
         )
+        status, failures, limitations = summary.status, list(collected.failures), list(summary.limitations)
+        rerank_trace = reranked.trace if reranked is not None else self._rerank_note(request)
+        if reranked is not None and reranked.failure is not None:
+            failure = reranked.failure
+            failures.append(failure)
+            limitations.append(
+                f"the reranker {failure.provider} failed ({failure.kind}): {failure.message}; "
+                "the evidence is in the fused order"
+            )
+            if status is Status.COMPLETE:
+                status = Status.PARTIAL
+        elif rerank_trace is not None and not rerank_trace.reranker:
+            limitations.append(f"the request asked for a rerank, but {rerank_trace.reason}")
         return RetrievalResult(
             request=RequestSummary(
                 query=request.query,
@@ -349,9 +397,9 @@ class Router:
                 max_tokens=max_tokens,
                 mode=request.mode,
             ),
-            status=summary.status,
+            status=status,
             evidence=fitted.evidence,
-            failures=collected.failures,
+            failures=failures,
             budget=summary.budget,
             trace=Trace(
                 providers=collected.traces,
@@ -360,9 +408,53 @@ class Router:
                 weights={name: self.weights.get(name, 1.0) for name in collected.rankings},
                 total_ms=0.0,
                 router_ms=0.0,
+                rerank=rerank_trace,
             ),
-            limitations=summary.limitations,
+            limitations=limitations,
         )
+
+    def _rerank_note(self, request: RetrievalRequest) -> RerankTrace | None:
+        """Why the stage did not run, when that is worth a trace entry (``None``: nobody asked)."""
+        if self.reranker is None:
+            if request.rerank:
+                return RerankTrace(
+                    reranker="", status="skipped", reason="no reranker is configured ([rerank] backend)"
+                )
+            return None
+        why = (
+            "the request asked for the fused order"
+            if request.rerank is False
+            else "[rerank] by_default is off"
+        )
+        return RerankTrace(reranker=self.reranker.name, status="skipped", reason=why)
+
+
+def _reordered(ranked: Any, reranked: Reranked, limit: int) -> Any:
+    """``ranked`` in the stage's order, cut to ``limit`` (the cut ones go to ``beyond_limit``, in order).
+
+    The candidates the reranker scored carry ``rerank_score`` and ``fused_position`` in their metadata.
+    """
+    candidates = list(ranked.candidates)
+    fusion = list(ranked.fusion)
+    ordered = []
+    for position in reranked.order:
+        candidate = candidates[position]
+        score = reranked.scores.get(position)
+        if score is not None:
+            item = candidate.evidence
+            metadata = {**item.metadata, "rerank_score": score, "fused_position": position + 1}
+            candidate = dataclasses.replace(
+                candidate, evidence=item.model_copy(update={"metadata": metadata})
+            )
+        ordered.append(candidate)
+    fused_trace = [fusion[position] for position in reranked.order]
+    cut = [c.evidence.id for c in ordered[limit:]]
+    return dataclasses.replace(
+        ranked,
+        candidates=ordered[:limit],
+        fusion=fused_trace[:limit],
+        beyond_limit=[*cut, *ranked.beyond_limit],
+    )
 
 
 def _stray_cancellation(name: str, exc: BaseException, elapsed_ms: float) -> ProviderFailure:

@@ -10,6 +10,8 @@ exist:
   the caller's trace when the request's ``_meta`` carries a W3C ``traceparent``;
 * a routed request: ``retrieval`` (GenAI retrieval span) with the providers asked and the outcome;
 * each provider leg: ``retrieval {provider}`` with ``gen_ai.data_source.id`` = the provider;
+* the rerank stage after fusion: ``rerank {reranker}`` with the candidates sent and their places
+  before and after;
 * an embedding call: ``embeddings {model}`` with ``gen_ai.operation.name = embeddings``,
   ``gen_ai.request.model`` and ``gen_ai.provider.name``;
 * a page fetch: a ``CLIENT`` span ``GET`` with ``http.request.method``, ``server.address`` and
@@ -38,6 +40,7 @@ __all__ = [
     "fail",
     "fetch_span",
     "leg_span",
+    "rerank_span",
     "retrieval_span",
     "tool_call_span",
 ]
@@ -152,6 +155,24 @@ def leg_span(provider: str) -> Iterator[Span]:
     with _span(
         f"retrieval {provider}",
         {"gen_ai.operation.name": "retrieval", "gen_ai.data_source.id": provider},
+    ) as span:
+        yield span
+
+
+@contextmanager
+def rerank_span(reranker: str, candidates: int) -> Iterator[Span]:
+    """The rerank stage after fusion: ``candidates`` fused items sent to ``reranker``.
+
+    The stage sets ``simone.rerank.status`` (``reranked`` or ``kept_fused``) and, when it reordered,
+    ``simone.rerank.before`` (each new place's fused place, 1-based) and ``simone.rerank.moved``.
+    """
+    with _span(
+        f"rerank {reranker}",
+        {
+            "gen_ai.operation.name": "rerank",
+            "gen_ai.provider.name": reranker,
+            "simone.rerank.candidates": candidates,
+        },
     ) as span:
         yield span
 

@@ -11,6 +11,9 @@ from __future__ import annotations
 import os
 
 os.environ.setdefault("SIMONE_EMBEDDINGS__ONNX_VARIANT", "reference")
+# Haystack (the adapters' extra) reads this when first imported, by whichever test imports it first; its
+# telemetry would try to reach the internet
+os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
 pytest_plugins = [
     "tests.network_guard",

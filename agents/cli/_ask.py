@@ -167,7 +167,8 @@ async def answering_settings(settings: Settings, args: argparse.Namespace) -> tu
     )
     if not use_handbook:
         return settings, False
-    index = settings.index.model_copy(update={"collection": HANDBOOK_COLLECTION})
+    # the handbook lives in the installed package, outside any folder the user's locator_base maps
+    index = settings.index.model_copy(update={"collection": HANDBOOK_COLLECTION, "locator_base": None})
     return settings.model_copy(update={"index": index}), True
 
 

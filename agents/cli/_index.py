@@ -1,9 +1,20 @@
-"""``simone index PATH… [--embed-pending] [--rebuild-ann] [--calibrate]`` — index files into the document index, incrementally.
+"""``simone index PATH… [--embed-pending] [--rebuild-ann] [--calibrate] [--watch]`` — index files into the document index, incrementally.
 
 A progress bar shows files, chunks, embedded, pending and skipped counts while it runs (advancing as
-files are read and as chunks are embedded and written); a summary lists what was skipped and why,
-and any embedding failure (rows then wait as "pending embedding" and are still found by lexical
-search).
+files are read and as chunks are embedded and written); the summary starts with one line that counts
+every file found — ``files found 36: 25 indexed, 0 unchanged, 11 skipped (images and media 4,
+stylesheets and scripts 3, …)`` — lists the files skipped for a problem (unreadable, too large, could
+not be loaded; ``--verbose`` lists every skipped file with its reason, noise included), and any
+embedding failure (rows then wait as "pending embedding" and are still found by lexical search).
+
+**Noise** (stylesheets, scripts in asset folders, site navigation, images, lockfiles and build
+output) is skipped by default: ``--include PATTERN`` / ``[index] include`` indexes it anyway,
+``--skip PATTERN`` / ``[index] skip`` skips more (gitignore-style patterns, below each PATH).
+
+**Freshness**: ``--watch`` indexes the PATHs, then follows their changes (watchfiles): every batch of
+edited, added and removed files is re-indexed under the collection's writer lock, one line per run,
+until Ctrl-C. In a git work tree a run reads only the files changed since the last indexed commit
+and the ones not committed (``[index] use_git``).
 
 ``--json`` prints one JSON object, whatever the options: the fields of
 :meth:`~simone.providers.documents.IndexReport.to_dict` (``collection``, ``space``, ``files_*``,
@@ -30,6 +41,7 @@ import json
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
@@ -42,8 +54,12 @@ from simone.providers.documents import (
     DocumentIndex,
     IndexReport,
     SpaceCalibration,
+    WatchRun,
     calibrate,
     calibrate_missing,
+    skip_category,
+    skip_summary,
+    watch_index,
 )
 from simone.runtime import InvalidRequest, Settings
 
@@ -99,7 +115,36 @@ def register(subparsers: Any) -> None:
         "on a fresh machine); alone, without PATHs",
     )
     parser.add_argument(
-        "--json", action="store_true", help="print the report as one JSON object (see the module docs)"
+        "--json",
+        action="store_true",
+        help="print the report as one JSON object (see the module docs); with --watch, one object per run",
+    )
+    parser.add_argument(
+        "--watch",
+        action="store_true",
+        help="after indexing, follow the PATHs and re-index what is edited, added or removed, until Ctrl-C",
+    )
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="list every skipped file with its reason (noise included)",
+    )
+    parser.add_argument(
+        "--skip",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        type=nonempty_text,
+        help="skip files matching this gitignore-style pattern too (repeatable; adds to [index] skip)",
+    )
+    parser.add_argument(
+        "--include",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        type=nonempty_text,
+        help="index files matching this pattern although skipped by default, e.g. '*.css' (repeatable)",
     )
     parser.add_argument(
         "--ray",
@@ -173,7 +218,11 @@ async def run(args: argparse.Namespace) -> int:
         raise InvalidRequest(
             "give at least one PATH to index, or --embed-pending, --rebuild-ann or --calibrate"
         )
-    settings = settings_from_args(args)
+    if args.watch and (not args.paths or args.ray is not None):
+        raise InvalidRequest("--watch follows PATHs here: give at least one PATH, without --ray")
+    settings = _with_patterns(settings_from_args(args), skip=args.skip, include=args.include)
+    if args.watch:
+        return await _watch(args, settings)
     console = make_console(stderr=True)
     reports: list[IndexReport] = []
     rebuilt: list[str] = []
@@ -225,12 +274,92 @@ async def run(args: argparse.Namespace) -> int:
     else:
         out = make_console()
         for report in reports:
-            print_summary(report, out)
+            print_summary(report, out, verbose=args.verbose)
         for note in rebuilt:
             out.print(escape(note))
         for name, fit in calibrated.items():
             print_calibration(name, fit, out)
     return 0
+
+
+def _with_patterns(settings: Settings, *, skip: list[str], include: list[str]) -> Settings:
+    """``settings`` with the command line's ``--skip`` / ``--include`` patterns added to ``[index]``."""
+    if not skip and not include:
+        return settings
+    index = settings.index.model_copy(
+        update={"skip": [*settings.index.skip, *skip], "include": [*settings.index.include, *include]}
+    )
+    return settings.model_copy(update={"index": index})
+
+
+async def _watch(args: argparse.Namespace, settings: Settings) -> int:
+    """``--watch``: index, then one line (or JSON object) per run until Ctrl-C or SIGTERM; exit 0."""
+    import signal
+
+    import anyio
+
+    out = make_console()
+    err = make_console(stderr=True)
+    stop = anyio.Event()
+
+    def on_run(run: WatchRun) -> None:
+        if args.json:
+            payload: dict[str, Any] = {"kind": run.kind, "added": run.added, "modified": run.modified}
+            payload |= {"deleted": run.deleted, "error": run.error or None}
+            payload["report"] = run.report.to_dict() if run.report is not None else None
+            sys.stdout.write(json.dumps(payload, ensure_ascii=False) + "\n")
+            sys.stdout.flush()
+            return
+        out.print(escape(describe_run(run)))
+        if run.report is not None:
+            for failure in run.report.failures:
+                out.print(f"[bold yellow]warning:[/] {escape(failure)}")
+
+    async def until_signal() -> None:
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async for _ in signals:
+                stop.set()
+                return
+
+    async with (
+        DocumentIndex.open(settings, collection=args.collection) as index,
+        anyio.create_task_group() as tasks,
+    ):
+        tasks.start_soon(until_signal)
+        if not args.json:
+            err.print(f"[dim]watching {len(args.paths)} path(s); Ctrl-C stops[/]")
+        await watch_index(
+            index, args.paths, on_run=on_run, project=args.project or "", embed=not args.no_embed, stop=stop
+        )
+        tasks.cancel_scope.cancel()
+    return 0
+
+
+def describe_run(run: WatchRun) -> str:
+    """One line for a watched run: the time, what changed, and what the index did."""
+    import time
+
+    stamp = time.strftime("%H:%M:%S")
+    if run.report is None:
+        return f"{stamp} index run failed: {run.error}"
+    report = run.report
+    if run.kind == "initial":
+        what = "indexed"
+    else:
+        names = [
+            f"{label} {', '.join(_short(p) for p in paths)}"
+            for label, paths in (("added", run.added), ("changed", run.modified), ("removed", run.deleted))
+            if paths
+        ]
+        what = "; ".join(names) or "changes"
+    return (
+        f"{stamp} {what} → {found_line(report)}; {report.files_deleted} removed · "
+        f"{report.chunks} chunk(s) written · {report.elapsed_s:.2f} s"
+    )
+
+
+def _short(path: str) -> str:
+    return Path(path).name
 
 
 async def _drop(args: argparse.Namespace) -> int:
@@ -311,17 +440,48 @@ def _describe(report: IndexReport) -> str:
     )
 
 
-def print_summary(report: IndexReport, console: Console) -> None:
-    """The final summary of one run."""
+def found_line(report: IndexReport) -> str:
+    """``files found 36: 25 indexed, 0 unchanged, 11 skipped (images and media 4, …)``."""
+    found = report.files_found or report.files_total
+    line = (
+        f"files found {found:,}: {report.files_indexed:,} indexed, {report.files_unchanged:,} unchanged, "
+        f"{len(report.skipped):,} skipped"
+    )
+    groups = skip_summary([s.reason for s in report.skipped])
+    if groups:
+        line += " (" + ", ".join(f"{label} {count:,}" for label, count in groups) + ")"
+    return line
+
+
+NOISE_LABELS = frozenset(
+    {
+        "stylesheets and scripts",
+        "site navigation",
+        "images and media",
+        "generated",
+        "index.skip",
+        "unsupported type",
+    }
+)
+"""Skip categories the summary only counts unless ``--verbose`` (expected, not a problem to look at)."""
+
+
+def print_summary(report: IndexReport, console: Console, *, verbose: bool = False) -> None:
+    """The final summary of one run: the files-found line, the counts, then what was skipped for a problem.
+
+    Files skipped as noise (:data:`NOISE_LABELS`) are only counted; ``verbose`` lists them too.
+    """
+    console.print(escape(found_line(report)))
     table = Table(
         title=f"collection {escape(report.collection)} · space {escape(report.space)}", show_header=False
     )
     table.add_column("what")
     table.add_column("count", justify="right")
     rows = [
-        ("files found", report.files_total),
+        ("files found", report.files_found or report.files_total),
         ("files indexed (new or changed)", report.files_indexed),
         ("files unchanged", report.files_unchanged),
+        ("… of them not read (git: unchanged since the last indexed commit)", report.files_not_read),
         ("files removed (vanished)", report.files_deleted),
         ("files skipped", len(report.skipped)),
         ("chunks written", report.chunks),
@@ -341,10 +501,15 @@ def print_summary(report: IndexReport, console: Console) -> None:
         table.add_row(escape(label), f"{value:,}")
     table.add_row("seconds", f"{report.elapsed_s:.2f}")
     console.print(table)
-    for skipped in report.skipped[:SKIPPED_SHOWN]:
+    listed = [s for s in report.skipped if verbose or skip_category(s.reason) not in NOISE_LABELS]
+    shown = listed if verbose else listed[:SKIPPED_SHOWN]
+    for skipped in shown:
         console.print(f"[dim]skipped {escape(skipped.path)}: {escape(skipped.reason)}[/]")
-    if len(report.skipped) > SKIPPED_SHOWN:
-        console.print(f"[dim]… and {len(report.skipped) - SKIPPED_SHOWN} more skipped (see --json)[/]")
+    if len(listed) > len(shown):
+        console.print(f"[dim]… and {len(listed) - len(shown)} more skipped (see --verbose or --json)[/]")
+    if report.git:
+        for note in report.git:
+            console.print(f"[dim]git: {escape(note)}[/]")
     for failure in report.failures:
         console.print(f"[bold yellow]warning:[/] {escape(failure)}")
     for note in report.maintenance:

@@ -16,6 +16,7 @@ import no command module, and so none of pydantic, anyio, LanceDB, onnxruntime o
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import os
 import sys
@@ -44,7 +45,7 @@ COMMAND_HELP: dict[str, str] = {
     "search": "search the document index (or a folder of text files) through the router",
     "ask": "answer a question with citations from memory and the indexed documents",
     "research": "bounded web research with cited sources (needs a search backend)",
-    "memory": "notes, todos, checklists, facts and task states (SQLite, scoped)",
+    "memory": "notes, todos, checklists, facts and task states (SQLite or PostgreSQL, scoped)",
     "doctor": "show the index's collections, spaces, pending rows and the embedding chain's health",
     "mcp": "serve retrieve_context, the memory tools (and web_research for researchers) over MCP stdio",
     "serve": "serve the MCP tools over streamable HTTP to many callers, scoped by bearer tokens",
@@ -63,13 +64,38 @@ DEBUG_ENV = "SIMONE_DEBUG"
 
 
 class CliParser(argparse.ArgumentParser):
-    """An argument parser whose usage errors are one line: ``simone: error: <what> — see '<cmd> --help'``."""
+    """An argument parser whose usage errors are one line: ``simone: error: <what> — see '<cmd> --help'``.
+
+    A value that is not one of an argument's choices (a command, a sub-command, ``--role``…) gets the
+    closest choice as a suggestion, ``did you mean 'search'?``, when one is close enough (difflib).
+    """
+
+    _suggestion: str | None = None
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        # argparse's own check (a private method, unchanged since Python 2.7); only the hint is added
+        try:
+            super()._check_value(action, value)
+        except argparse.ArgumentError:
+            self._suggestion = suggest(str(value), [str(choice) for choice in action.choices or ()])
+            raise
 
     def error(self, message: str) -> NoReturn:
         """Print the one-line usage error and exit 2 (argparse prints the usage and the error otherwise)."""
         command = self.prog.removeprefix("simone").strip()
         where = f"{command}: " if command else ""
-        self.exit(EXIT_USAGE, f"simone: error: {where}{_one_line(message)} — see '{self.prog} --help'\n")
+        todo = f"see '{self.prog} --help'"
+        if self._suggestion is not None:
+            todo = f"did you mean {self._suggestion!r}? {todo}"
+        self.exit(EXIT_USAGE, f"simone: error: {where}{_one_line(message)} — {todo}\n")
+
+
+def suggest(value: str, choices: Sequence[str]) -> str | None:
+    """The choice closest to a mistyped ``value`` (difflib's ratio at least 0.6), or ``None``."""
+    close = difflib.get_close_matches(value, choices, n=1, cutoff=0.6)
+    if not close and value.lower() != value:
+        close = difflib.get_close_matches(value.lower(), choices, n=1, cutoff=0.6)
+    return close[0] if close else None
 
 
 def version() -> str:
@@ -122,6 +148,12 @@ def _parser(command: str | None, *, placeholders: bool) -> argparse.ArgumentPars
         type=nonempty_path,
         help="where the index, memory and caches live (default: per-user data dir)",
     )
+    parser.add_argument(
+        "--json",
+        dest="json_first",
+        action="store_true",
+        help="print JSON, as the command's own --json does (for the commands that print JSON)",
+    )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         if placeholders and name != command and name in COMMAND_HELP:
@@ -143,6 +175,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         first, _ = _parser(None, placeholders=True).parse_known_args(argv, CliArgs())
         parser = build_parser(first.command or "")
         args = parser.parse_args(argv, CliArgs())
+        if args.json_first and args.func is not None:
+            # `simone --json CMD` is `simone CMD --json`; a command's own --json default would overwrite a
+            # shared dest, so the top-level flag has its own
+            if not hasattr(args, "json"):
+                parser.error(f"--json: '{_command(args)}' prints no JSON")
+            args.json = True
     except SystemExit as exc:  # --help, --version, or a usage error (already printed, one line)
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     func = args.func

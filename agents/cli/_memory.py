@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from datetime import datetime
 from typing import Any
@@ -58,7 +59,7 @@ _KINDS = {"task": RecordKind.TASK_STATE, **{kind.value: kind for kind in RecordK
 def register(subparsers: Any) -> None:
     """Add the ``memory`` command group."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
-        "memory", help="notes, todos, checklists, facts and task states (SQLite, scoped)"
+        "memory", help="notes, todos, checklists, facts and task states (SQLite or PostgreSQL, scoped)"
     )
     commands = parser.add_subparsers(dest="memory_command", metavar="ACTION", required=True)
 
@@ -298,14 +299,28 @@ def _show_many(records: list[MemoryRecord], scores: list[float | None], as_json:
     if not records:
         out.print("[dim]nothing in this scope[/]")
         return
-    table = Table(
-        "kind", "status", "title", "updated", *(["score"] if scores and scores[0] is not None else [])
-    )
+    scored = bool(scores) and scores[0] is not None
+    table = Table("kind", "status", "title", "updated", *(["score"] if scored else []))
     table.add_column("id", no_wrap=True)
+    if scored:
+        table.caption = SCORE_CAPTION
     for record, score in zip(records, scores, strict=True):
         cells = [record.kind.value, record.status, record.title, record.updated_at.strftime("%Y-%m-%d %H:%M")]
         if score is not None:
-            cells.append(f"{score:.3f}")
+            cells.append(_relative(score, scores))
         cells.append(record.id)
         table.add_row(*(escape(cell) for cell in cells))
     out.print(table)
+
+
+SCORE_CAPTION = "score: BM25 relative to the best hit (1.00 = best); --json gives the raw BM25 score"
+"""Under the table of ``simone memory search``: what its score column shows."""
+
+
+def _relative(score: float, scores: list[float | None]) -> str:
+    """``score`` over the best of ``scores``, two decimals (else the raw value, three significant digits).
+
+    FTS5's raw BM25 in a small memory is ~1e-6 (its IDF floor), which ``.3f`` printed as 0.000 for every hit.
+    """
+    best = max((s for s in scores if s is not None and math.isfinite(s)), default=0.0)
+    return f"{score / best:.2f}" if best > 0.0 else f"{score:.3g}"

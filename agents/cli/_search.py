@@ -23,6 +23,7 @@ from simone.providers import FolderProvider
 from simone.runtime import (
     Caller,
     Provider,
+    RerankOptions,
     Router,
     SearchMode,
     Status,
@@ -126,6 +127,13 @@ async def run(args: argparse.Namespace) -> int:
 
             index = await stack.enter_async_context(DocumentIndex.open(settings, collection=args.collection))
             provider = DocumentIndexProvider(index)
+        reranker = None
+        if settings.rerank.backend != "none":  # the rerank stage, as the runtime's router has it
+            from simone.providers.rerank import build_reranker
+
+            reranker = build_reranker(settings.rerank)
+            if reranker is not None:
+                await stack.enter_async_context(reranker)
         router = Router(
             [provider],
             rrf_k=settings.router.rrf_k,
@@ -133,6 +141,8 @@ async def run(args: argparse.Namespace) -> int:
             provider_timeout_s=settings.router.provider_timeout_s,
             max_query_chars=settings.router.max_query_chars,
             min_truncation_tokens=settings.router.min_truncation_tokens,
+            reranker=reranker,
+            rerank=RerankOptions.from_settings(settings.rerank),
         )
         limit = args.limit if args.limit is not None else settings.router.default_limit
         budget = args.max_tokens if args.max_tokens is not None else settings.router.default_max_tokens

@@ -3,7 +3,9 @@
 ``simone serve --host 127.0.0.1 --port 8765 [--workers N]``: the same tools as ``simone mcp`` at
 ``http://HOST:PORT/mcp``, plus ``GET /healthz`` and ``GET /readyz``. Each caller presents a bearer
 token from ``simone token create``, which carries its actor, projects and role. ``--actor`` instead
-serves without tokens, every call as that actor (for one user on loopback). See docs/serve.md.
+serves without tokens, every call as that actor (for one user on loopback). ``--tools`` is the tool
+profile of open mode and of every token made without one (default ``[mcp] tools``, else ``core``).
+See docs/serve.md.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import sys
 from typing import Any
 
 from simone.agents.cli._settings import nonempty_text, positive_int
+from simone.agents.mcp import TOOL_PROFILE_NAMES, tool_profiles_help
 
 
 def _port(value: str) -> int:
@@ -60,12 +63,20 @@ def register(subparsers: Any) -> None:
         default="orchestrator",
         help="open mode: the role (default orchestrator; web_research only for researcher)",
     )
+    parser.add_argument(
+        "--tools",
+        choices=TOOL_PROFILE_NAMES,
+        default=None,
+        metavar="PROFILE",
+        help=tool_profiles_help("the tool profile of open mode and of tokens made without --tools"),
+    )
     parser.set_defaults(func=run)
 
 
 async def run(args: argparse.Namespace) -> int:
     """Check the set-up (tokens, workers, bind address), then serve until SIGINT or SIGTERM."""
     from simone.agents.cli._settings import settings_from_args
+    from simone.agents.mcp import tool_profile
     from simone.agents.serve import (
         ServeOptions,
         is_loopback,
@@ -77,6 +88,7 @@ async def run(args: argparse.Namespace) -> int:
     from simone.runtime import ConfigError
 
     settings = settings_from_args(args)
+    tool_profile(args.tools or settings.mcp.tools)  # an unknown [mcp] tools stops the start, named
     serve = settings.serve
     host = args.host or serve.host
     port = serve.port if args.port is None else args.port
@@ -100,6 +112,7 @@ async def run(args: argparse.Namespace) -> int:
         open_actor=args.actor,
         open_projects=tuple(args.project or ()),
         open_role=args.role,
+        tools=args.tools,
     )
     if args.actor is None:
         store = open_token_store(settings)
@@ -121,10 +134,14 @@ async def run(args: argparse.Namespace) -> int:
                 "use tokens ('simone token create') instead of --actor"
             )
     _warn(f"listening on http://{host}:{port}/mcp, {workers} worker(s), {where}")
+    from simone.agents.cli._refresh import refreshing, refreshing_in_thread  # [index] watch
+
     if workers > 1:
-        serve_workers(settings, options, host=host, port=port, workers=workers)
+        with refreshing_in_thread(settings):
+            serve_workers(settings, options, host=host, port=port, workers=workers)
     else:
-        await serve_one(settings, options, host=host, port=port)
+        async with refreshing(settings):
+            await serve_one(settings, options, host=host, port=port)
     return 0
 
 

@@ -1,6 +1,6 @@
 """``simone token`` — bearer tokens for ``simone serve``: create (printed once), list, revoke.
 
-Only each token's SHA-256 is stored, with its actor, projects, client, role and expiry, in the store
+Only each token's SHA-256 is stored, with its actor, projects, client, role, tool profile and expiry, in the store
 ``[serve] tokens`` names: the token file (``[serve] tokens_file``, default
 ``<data_dir>/serve-tokens.json``, owner-only permissions) or memory's PostgreSQL database.
 """
@@ -13,6 +13,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from simone.agents.cli._settings import nonempty_text
+from simone.agents.mcp import TOOL_PROFILE_NAMES, tool_profiles_help
 
 if TYPE_CHECKING:
     from simone.agents.serve import TokenStore
@@ -38,6 +39,13 @@ def register(subparsers: Any) -> None:
         choices=("orchestrator", "researcher"),
         default="orchestrator",
         help="orchestrator (default) or researcher (the only role with web_research)",
+    )
+    create.add_argument(
+        "--tools",
+        choices=TOOL_PROFILE_NAMES,
+        default=None,
+        metavar="PROFILE",
+        help=tool_profiles_help("the tool profile its tools/list shows", default="the server's"),
     )
     create.add_argument("--client", type=nonempty_text, default=None, help="the client scope key")
     create.add_argument(
@@ -69,11 +77,17 @@ async def run_create(args: argparse.Namespace) -> int:
     store = _store(args)
     expires = parse_expiry(args.expires) if args.expires else None
     token, record = store.create(
-        args.actor, projects=args.project or (), client=args.client, role=args.role, expires=expires
+        args.actor,
+        projects=args.project or (),
+        client=args.client,
+        role=args.role,
+        tools=args.tools,
+        expires=expires,
     )
     print(token)  # noqa: T201
     print(  # noqa: T201
-        f"simone token: created {record.grant.token_id} for {args.actor} ({args.role}); only its hash is "
+        f"simone token: created {record.grant.token_id} for {args.actor} ({args.role}, tools "
+        f"{args.tools or 'of the server'}); only its hash is "
         f"stored, in {store.where} — keep the token now, it is not shown again",
         file=sys.stderr,
     )
@@ -94,7 +108,8 @@ async def run_list(args: argparse.Namespace) -> int:
         state = "active" if row["active"] else ("revoked" if row["revoked"] else "expired")
         projects = ",".join(row["projects"]) or "-"
         print(  # noqa: T201
-            f"{row['id']}  {state:7}  {row['role']:12}  actor={row['actor']}  projects={projects}  "
+            f"{row['id']}  {state:7}  {row['role']:12}  tools={row['tools'] or '-'}  actor={row['actor']}  "
+            f"projects={projects}  "
             f"client={row['client'] or '-'}  expires={row['expires'] or 'never'}"
         )
     return 0

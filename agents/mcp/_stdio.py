@@ -4,13 +4,15 @@ A client waits for ``initialize`` before it does anything else, and importing si
 contracts, the providers, the workflows, the tools) costs about as much as importing the MCP SDK
 itself. This module imports only the SDK and anyio, so the server starts at once: it answers
 ``initialize`` and ``ping`` while the tools are imported in a worker thread and opened beside it, and
-``tools/list`` and ``tools/call`` wait for them (:func:`serve_stdio_opening`).
+``tools/call`` waits for them (:func:`serve_stdio_opening`). ``tools/list`` waits too, unless the server
+was given the list to answer meanwhile (``early_list``: ``simone mcp`` answers the shipped list when it
+is the live one — :mod:`simone.agents.mcp._tool_list`); once the tools are open it is always theirs.
 
 If the tools fail to open, the failure is reported at once (``report``: ``simone mcp`` prints it on
 stderr) and every later ``tools/list`` or ``tools/call`` is answered with a JSON-RPC error that carries
-it — a client never gets a tool list from a server that cannot run its tools, and never waits on a
-server that will not answer. The server keeps answering until the client closes stdin (a stdio server's
-life is its client's), then :func:`serve_stdio_opening` returns the failure.
+it — a client never waits on a server that will not answer. The server keeps answering until the
+client closes stdin (a stdio server's life is its client's), then :func:`serve_stdio_opening` returns
+the failure.
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ async def serve_stdio_opening(
     version: str,
     instructions: str,
     report: Callable[[BaseException], object],
+    early_list: Callable[[], types.ListToolsResult | None] | None = None,
 ) -> BaseException | None:
     """Serve over stdin/stdout while ``open_tools`` opens the tools; ``None``, or the failure to open.
 
@@ -75,6 +78,8 @@ async def serve_stdio_opening(
         version: the server version ``initialize`` answers with.
         instructions: the instructions ``initialize`` answers with.
         report: called once, at once, with the exception if ``open_tools`` fails.
+        early_list: ``tools/list``'s answer while the tools are still opening (called on the first
+            such request; ``None`` from it, or no ``early_list``: the request waits for the tools).
 
     Returns:
         ``None`` after a clean session, or the exception ``open_tools`` raised (already reported).
@@ -93,9 +98,16 @@ async def serve_stdio_opening(
             )
         return opened[0]
 
+    early: list[types.ListToolsResult | None] = []
+
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
+        if early_list is not None and not ready.is_set():
+            if not early:
+                early.append(early_list())
+            if early[0] is not None:
+                return early[0]
         return await (await handlers()).list_tools(ctx, params)
 
     async def call_tool(

@@ -35,7 +35,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from simone.agents._runtime import Runtime
 from simone.agents._tools import ORCHESTRATOR, RESEARCHER, AgentProfile
-from simone.agents.mcp import Scope, build_scoped_server
+from simone.agents.mcp import Scope, ToolProfile, build_scoped_server, tool_profile
 from simone.agents.serve._addresses import AddressScrubber
 from simone.agents.serve._gate import SCOPE_KEY, Admitted, Gate, TokenLimits
 from simone.agents.serve._http import HeaderDeadlineProtocol
@@ -73,6 +73,8 @@ class ServeOptions:
         host: the ``--host`` bound (default: ``[serve] host``); on loopback, DNS-rebinding protection.
         open_actor: serve without tokens, every call as this actor (``--actor``); ``None``: tokens.
         open_projects, open_client, open_role: the rest of the open-mode scope.
+        tools: the tool profile (``--tools``) of open mode and of every token that names none;
+            ``None``: ``[mcp] tools``.
     """
 
     config: str | None = None
@@ -82,6 +84,7 @@ class ServeOptions:
     open_projects: tuple[str, ...] = ()
     open_client: str | None = None
     open_role: Role = "orchestrator"
+    tools: str | None = None
 
     def to_env(self) -> str:
         """These options as the JSON of :data:`OPTIONS_ENV`."""
@@ -111,6 +114,7 @@ class ServeOptions:
             projects=self.open_projects,
             client=self.open_client,
             role=self.open_role,
+            tools=self.tools,
         )
 
 
@@ -182,11 +186,12 @@ def create_app(settings: Settings, options: ServeOptions | None = None) -> Starl
     The runtime opens in the app's lifespan (uvicorn's start-up) and closes after the last request.
 
     Raises:
-        ConfigError: neither an open-mode actor nor a readable token store.
+        ConfigError: neither an open-mode actor nor a readable token store, or an unknown tool profile.
         ProviderUnavailable: the PostgreSQL token store cannot be reached.
     """
     options = options or ServeOptions()
     serve = settings.serve
+    tools = tool_profile(options.tools or settings.mcp.tools)
     open_grant = options.open_grant()
     tokens = None if open_grant is not None else open_token_store(settings)
     if tokens is not None:
@@ -195,7 +200,8 @@ def create_app(settings: Settings, options: ServeOptions | None = None) -> Starl
     limits = TokenLimits(serve.max_concurrent_calls, serve.calls_per_minute, streams=serve.max_open_streams)
     server = build_scoped_server(
         runtime,
-        _scope_of(runtime, serve.call_timeout_s),
+        _scope_of(runtime, serve.call_timeout_s, tools),
+        tools=tools,
         instructions=_INSTRUCTIONS,
         timeout_s=serve.call_timeout_s,
         redact=AddressScrubber.for_settings(settings),
@@ -223,10 +229,14 @@ def create_app(settings: Settings, options: ServeOptions | None = None) -> Starl
     )
 
 
-def _scope_of(runtime: Runtime, timeout_s: float) -> Scope:
-    """The MCP server's scope function: each request's context and profile, from its admitted caller."""
+def _scope_of(runtime: Runtime, timeout_s: float, tools: ToolProfile) -> Scope:
+    """The MCP server's scope function: each request's context, profile and tool profile.
 
-    def scope(ctx: ServerRequestContext[Any]) -> tuple[TrustedContext, AgentProfile]:
+    All three come from the request's admitted caller; a token without a tool profile gets ``tools``
+    (the server's).
+    """
+
+    def scope(ctx: ServerRequestContext[Any]) -> tuple[TrustedContext, AgentProfile, ToolProfile]:
         request = ctx.request
         admitted = request.scope.get(SCOPE_KEY) if isinstance(request, Request) else None
         if not isinstance(admitted, Admitted):
@@ -234,7 +244,8 @@ def _scope_of(runtime: Runtime, timeout_s: float) -> Scope:
         grant = admitted.grant
         profile, role = _profile(grant.role)
         event = {"actor": grant.actor, "project": admitted.project, "client": grant.client}
-        return runtime.admit(event, caller=role, timeout_s=timeout_s), profile
+        listed = tools if grant.tools is None else tool_profile(grant.tools)
+        return runtime.admit(event, caller=role, timeout_s=timeout_s), profile, listed
 
     return scope
 

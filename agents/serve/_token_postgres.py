@@ -31,7 +31,7 @@ TABLE = "simone_serve_tokens"
 """The table of the tokens (created on first use)."""
 
 _LOCK_KEY = 0x53_54_4F_4B  # "STOK": held while the table is created, so two first uses do not race
-_COLUMNS = "id, hash, actor, projects, client, role, created, expires, revoked"
+_COLUMNS = "id, hash, actor, projects, client, role, tools, created, expires, revoked"
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS {TABLE} (
     id text PRIMARY KEY,
@@ -40,11 +40,15 @@ CREATE TABLE IF NOT EXISTS {TABLE} (
     projects text[] NOT NULL DEFAULT '{{}}',
     client text,
     role text NOT NULL,
+    tools text,
     created double precision NOT NULL,
     expires double precision,
     revoked double precision
 )
 """
+_MIGRATIONS = (f"ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS tools text",)
+"""``tools`` (the token's tool profile) came after the first tables: this brings an older table up to
+date; an older server names its columns, so it ignores the new one (its tokens get the server's)."""
 
 
 class PostgresTokenStore(TokenStore):
@@ -100,6 +104,8 @@ class PostgresTokenStore(TokenStore):
             with connection.transaction():
                 connection.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
                 connection.execute(_SCHEMA)
+                for migration in _MIGRATIONS:
+                    connection.execute(migration)
         except BaseException:
             connection.close()
             raise
@@ -140,7 +146,7 @@ class PostgresTokenStore(TokenStore):
         data = record.to_json()
         row = self._run(
             lambda db: db.execute(
-                f"INSERT INTO {TABLE} ({_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) "
+                f"INSERT INTO {TABLE} ({_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
                 "ON CONFLICT (id) DO NOTHING RETURNING id",
                 [data[name] for name in _COLUMNS.split(", ")],
             ).fetchone()

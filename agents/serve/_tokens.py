@@ -2,7 +2,7 @@
 
 A token is ``smn_<id>_<secret>``: ``id`` (8 hex digits) names the record, ``secret`` (32 random bytes,
 URL-safe base64) is the credential. :meth:`TokenStore.create` returns the token once; the store keeps
-the record — actor, the projects it may read, client, role, expiry — with the SHA-256 of the whole token
+the record — actor, the projects it may read, client, role, tool profile, expiry — with the SHA-256 of the whole token
 (a random 256-bit secret needs no slow hash). :meth:`TokenStore.verify` maps a presented token to its
 :class:`Grant` or ``None`` (unknown, wrong secret, expired, revoked), comparing hashes in constant time.
 
@@ -38,6 +38,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from simone.agents.mcp import TOOL_PROFILE_NAMES
 from simone.runtime import ConfigError, InvalidRequest, NotFound
 
 if TYPE_CHECKING:
@@ -68,6 +69,8 @@ class Grant:
         projects: the projects it may read, the first being the default (empty: global documents only).
         client: the client scope key, if any.
         role: ``orchestrator`` or ``researcher`` (only a researcher gets ``web_research``).
+        tools: the tool profile its ``tools/list`` shows (``core``, ``full``…; see
+            :data:`simone.agents.mcp.TOOL_PROFILES`); ``None``: the server's (``--tools``, ``[mcp] tools``).
     """
 
     token_id: str
@@ -75,6 +78,7 @@ class Grant:
     projects: tuple[str, ...] = ()
     client: str | None = None
     role: Role = "orchestrator"
+    tools: str | None = None
 
 
 @dataclass(frozen=True)
@@ -101,6 +105,7 @@ class TokenRecord:
             "projects": list(grant.projects),
             "client": grant.client,
             "role": grant.role,
+            "tools": grant.tools,
             "created": _iso(self.created),
             "expires": _iso(self.expires),
             "revoked": _iso(self.revoked),
@@ -116,6 +121,7 @@ class TokenRecord:
             "projects": list(grant.projects),
             "client": grant.client,
             "role": grant.role,
+            "tools": grant.tools,
             "created": self.created,
             "expires": self.expires,
             "revoked": self.revoked,
@@ -132,6 +138,8 @@ class TokenRecord:
             projects=tuple(str(p) for p in data.get("projects") or ()),
             client=data.get("client"),
             role=role,
+            # kept as stored: a profile this version does not know refuses that token's calls, not the file
+            tools=None if data.get("tools") is None else str(data["tools"]),
         )
         return cls(
             grant=grant,
@@ -269,16 +277,18 @@ class TokenStore(abc.ABC):
         projects: tuple[str, ...] | list[str] = (),
         client: str | None = None,
         role: Role = "orchestrator",
+        tools: str | None = None,
         expires: float | None = None,
         now: float | None = None,
     ) -> tuple[str, TokenRecord]:
         """A new token for ``actor``: returns ``(token, record)``; the token is never stored.
 
-        The record is stored before this returns; a token printed to its user is never lost to a
-        concurrent create or revoke.
+        ``tools`` is the token's tool profile (``None``: the server's). The record is stored before
+        this returns; a token printed to its user is never lost to a concurrent create or revoke.
 
         Raises:
-            InvalidRequest: a blank actor, project or client, an unknown role, or a past expiry.
+            InvalidRequest: a blank actor, project or client, an unknown role or tool profile, or a
+                past expiry.
         """
         moment = time.time() if now is None else now
         _check_name("actor", actor)
@@ -288,6 +298,10 @@ class TokenStore(abc.ABC):
             _check_name("client", client)
         if role not in ROLES:
             raise InvalidRequest(f"the role must be one of {', '.join(ROLES)}, not {role!r}")
+        if tools is not None and tools not in TOOL_PROFILE_NAMES:
+            raise InvalidRequest(
+                f"the tool profile must be one of {', '.join(TOOL_PROFILE_NAMES)}, not {tools!r}"
+            )
         if expires is not None and expires <= moment:
             raise InvalidRequest("the expiry must be in the future")
         while True:
@@ -300,6 +314,7 @@ class TokenStore(abc.ABC):
                 projects=tuple(dict.fromkeys(projects)),
                 client=client,
                 role=role,
+                tools=tools,
             )
             record = TokenRecord(grant=grant, hash=token_hash(token), created=moment, expires=expires)
             if self._insert(record):

@@ -52,6 +52,7 @@ if _TYPE_CHECKING:
         IndexLocation as IndexLocation,
         index_backend_status as index_backend_status,
     )
+    from simone.providers.documents._locators import LocatorMap as LocatorMap, locator_map as locator_map
     from simone.providers.documents._lock import CollectionBusy as CollectionBusy
     from simone.providers.documents._provider import DocumentIndexProvider as DocumentIndexProvider
     from simone.providers.documents._ray import (
@@ -59,10 +60,20 @@ if _TYPE_CHECKING:
         RayStats as RayStats,
         import_ray as import_ray,
     )
+    from simone.providers.documents._skip import (
+        SkipRules as SkipRules,
+        skip_category as skip_category,
+        skip_summary as skip_summary,
+    )
     from simone.providers.documents._store import (
         Collection as Collection,
         CollectionInfo as CollectionInfo,
         DocumentStore as DocumentStore,
+    )
+    from simone.providers.documents._watch import (
+        WatchRun as WatchRun,
+        refresh_periodically as refresh_periodically,
+        watch_index as watch_index,
     )
 
 __all__ = (
@@ -84,12 +95,15 @@ __all__ = (
     "LAZY_OPTION",
     "LazyDocuments",
     "LoadedDocument",
+    "LocatorMap",
     "RayExecutor",
     "RayStats",
+    "SkipRules",
     "SkippedFile",
     "SourceFile",
     "SpaceCalibration",
     "TokenCounter",
+    "WatchRun",
     "calibrate",
     "calibrate_missing",
     "count_duplicates",
@@ -100,11 +114,16 @@ __all__ = (
     "import_ray",
     "index_backend_status",
     "load_file",
+    "locator_map",
     "open_documents",
     "read_calibration",
+    "refresh_periodically",
     "relevance_report",
     "relevance_rule",
     "repair_duplicates",
+    "skip_category",
+    "skip_summary",
+    "watch_index",
 )
 
 _HOMES: dict[str, str] = {
@@ -147,6 +166,14 @@ _HOMES: dict[str, str] = {
     "relevance_report": "simone.providers.documents._calibration",
     "relevance_rule": "simone.providers.documents._calibration",
     "repair_duplicates": "simone.providers.documents._integrity",
+    "LocatorMap": "simone.providers.documents._locators",
+    "locator_map": "simone.providers.documents._locators",
+    "SkipRules": "simone.providers.documents._skip",
+    "skip_category": "simone.providers.documents._skip",
+    "skip_summary": "simone.providers.documents._skip",
+    "WatchRun": "simone.providers.documents._watch",
+    "refresh_periodically": "simone.providers.documents._watch",
+    "watch_index": "simone.providers.documents._watch",
 }
 """Where each exported name lives (imported on first use)."""
 

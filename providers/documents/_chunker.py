@@ -1,6 +1,8 @@
 """Structure-aware chunking sized with the embedding model's own tokenizer.
 
-A document is cut into sections at Markdown headings (HTML arrives as Markdown from trafilatura),
+A document is cut into sections at Markdown headings (HTML arrives as Markdown from trafilatura; PDF
+pages, slides, sheets and the headings of office, e-book, e-mail, notebook, reStructuredText and AsciiDoc
+files arrive as Markdown from the format readers, tables as pipe tables, one row a line),
 each section into blocks (paragraphs, fenced code blocks, runs of code lines), and blocks are packed
 greedily into chunks whose *embedded* text — a short context line (title › heading path) plus the
 chunk — fits the model's window, special tokens included. A block too long for one chunk is split
@@ -22,14 +24,16 @@ from dataclasses import dataclass, replace
 from itertools import accumulate
 from typing import Protocol
 
-from simone.providers.documents._loaders import LoadedDocument
+from simone.providers.documents._loaders import MARKDOWN_KINDS, LoadedDocument
 from simone.runtime import ConfigError
 
-CHUNKER_VERSION = 3
+CHUNKER_VERSION = 4
 """Bumped whenever the same text would be chunked differently (files are then re-chunked).
 
 3: titles come from the first heading outside code fences (a fenced ``#`` comment titled files before),
-and chunks carry the title in their embedded context line."""
+and chunks carry the title in their embedded context line.
+4: PDF pages, slides, sheets and office, e-book, e-mail, notebook, reStructuredText and AsciiDoc
+headings are sections (the format readers); PDF tables are tables."""
 
 CONTEXT_MAX_TOKENS = 24
 """The context line (title › headings) is cut to this many tokens so the chunk keeps most room."""
@@ -180,8 +184,29 @@ class Chunk:
 
     @property
     def locator(self) -> str:
-        """``path#Lstart-Lend``."""
-        return f"{self.path}#L{self.line_start}-L{self.line_end}"
+        """Where the chunk is: ``path#page=N`` in a PDF, ``path#slide=N`` in a deck, else ``path#Lstart-Lend``."""
+        return chunk_locator(self.path, self.kind, self.heading, self.line_start, self.line_end)
+
+
+_PAGE_HEADING = re.compile(r"^Page (\d+)$")
+_SLIDE_HEADING = re.compile(r"^Slide (\d+)(?::|$)")
+
+
+def chunk_locator(path: str, kind: str, heading: Sequence[str] | str, line_start: int, line_end: int) -> str:
+    """A chunk's locator from what is stored with it (``heading``: the path, or joined by ``' › '``).
+
+    A PDF's sections are its pages (``## Page 3``) and a deck's its slides (``## Slide 3: Title``), so
+    their chunks say ``#page=3`` (the fragment PDF viewers open) and ``#slide=3``; other chunks give
+    their 1-based line range in the document's text.
+    """
+    parts = heading.split(HEADING_SEPARATOR) if isinstance(heading, str) else heading
+    if kind in ("pdf", "pptx"):
+        pattern, name = (_PAGE_HEADING, "page") if kind == "pdf" else (_SLIDE_HEADING, "slide")
+        for part in reversed(parts):
+            found = pattern.match(part)
+            if found:
+                return f"{path}#{name}={found[1]}"
+    return f"{path}#L{line_start}-L{line_end}"
 
 
 def chunk_id(project: str, path: str, line_start: int, line_end: int, digest: str) -> str:
@@ -252,7 +277,7 @@ class Chunker:
         lines = document.text.split("\n")
         spans = _DocumentTokens(self.counter, document.text, lines)
         prefix = [0, *accumulate(spans.line_counts())]
-        if document.kind in ("markdown", "html"):
+        if document.kind in MARKDOWN_KINDS:
             sections = _markdown_sections(lines)
         else:
             sections = [_Section(0, len(lines) - 1, (), _paragraph_blocks(lines, 0, len(lines) - 1))]

@@ -24,10 +24,12 @@ touching the other spaces.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 import re
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Collection as AnyCollection, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +41,7 @@ import numpy.typing as npt
 import pyarrow as pa
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from simone.providers.documents._chunker import Chunk, Chunker, HFTokenCounter, TokenCounter
+from simone.providers.documents._git import GitTree, changed_between, git_tree
 from simone.providers.documents._integrity import repair_duplicates
 from simone.providers.documents._loaders import (
     SkippedFile,
@@ -49,8 +52,10 @@ from simone.providers.documents._loaders import (
     read_bytes,
 )
 from simone.providers.documents._location import INDEX_FOLDER as INDEX_FOLDER, IndexLocation
+from simone.providers.documents._locators import LocatorMap, locator_map
 from simone.providers.documents._lock import WriterLock
 from simone.providers.documents._object_lock import ObjectStoreLock
+from simone.providers.documents._skip import SkipRules
 from simone.providers.documents._store import Collection, CollectionInfo, DocumentStore, card_of, now
 from simone.runtime import (
     EmbeddingChain,
@@ -92,10 +97,14 @@ class IndexReport:
     Attributes:
         collection: the collection written.
         space: the collection's embedding space key.
-        files_total: files found to consider (after excludes).
+        files_found: every file found (after excludes): those read plus those skipped on sight
+            (noise such as stylesheets and images, unsupported types, too large…).
+        files_total: files found to read (``files_found`` less the ones skipped on sight).
         files_done: files considered so far.
         files_indexed: new or changed files written.
         files_unchanged: files with the same digest as before (nothing done).
+        files_not_read: of the unchanged, those not even read: git says they did not change since
+            the last indexed commit, or ``--watch`` saw no event for them.
         files_deleted: files whose chunks were removed (vanished or no longer qualifying).
         chunks: chunks written.
         embedded: chunks embedded by a model in this run.
@@ -109,15 +118,18 @@ class IndexReport:
         skipped: files not indexed, each with its reason.
         failures: embedding or store failures, in plain words.
         maintenance: what was done to the indexes afterwards.
+        git: per git work tree indexed, its commit and what was compared, in plain words.
         elapsed_s: wall-clock seconds.
     """
 
     collection: str
     space: str
+    files_found: int = 0
     files_total: int = 0
     files_done: int = 0
     files_indexed: int = 0
     files_unchanged: int = 0
+    files_not_read: int = 0
     files_deleted: int = 0
     chunks: int = 0
     embedded: int = 0
@@ -130,6 +142,7 @@ class IndexReport:
     skipped: list[SkippedFile] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     maintenance: list[str] = field(default_factory=list)
+    git: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
@@ -158,12 +171,19 @@ class FilePreparer:
     """Reads, loads, chunks and analyses files: the work before embedding, in a thread or on a Ray worker.
 
     A file whose digest (with the chunker's state) is the one ``existing`` records is ``unchanged``;
-    a file that cannot be read or loaded is skipped with its reason.
+    a file that cannot be read or loaded is skipped with its reason. ``locators`` maps a file to
+    the path stored for it (``[index] locator_base``; the absolute path without it).
     """
 
     settings: IndexSettings
     chunker: Chunker
     analyzer: Analyzer
+    locators: LocatorMap | None = None
+
+    def stored_path(self, source: SourceFile) -> str:
+        """The path stored for ``source``'s chunks (its locator without the line range)."""
+        path = source.path.as_posix()
+        return path if self.locators is None else self.locators.locate(path)
 
     def prepare_group(
         self, group: Sequence[SourceFile], existing: dict[str, str], project: str
@@ -183,12 +203,12 @@ class FilePreparer:
         except Exception as exc:  # noqa: BLE001 - one bad file must never end the run
             reason = f"could not be loaded: {type(exc).__name__}: {exc}"
             return _Prepared(
-                source, source.path.as_posix(), skipped=SkippedFile(source.display, reason, False)
+                source, self.stored_path(source), skipped=SkippedFile(source.display, reason, False)
             )
 
     def prepare(self, source: SourceFile, existing: dict[str, str], project: str) -> _Prepared:
         """Read ``source``; unchanged (digest as in ``existing``), skipped, or its chunks and terms."""
-        path = source.path.as_posix()
+        path = self.stored_path(source)
         data = read_bytes(source, self.settings.max_file_bytes)
         if isinstance(data, SkippedFile):
             return _Prepared(source, path, skipped=data)
@@ -197,6 +217,8 @@ class FilePreparer:
         loaded = load_bytes(source, data)
         if isinstance(loaded, SkippedFile):
             return _Prepared(source, path, skipped=loaded)
+        if loaded.path != path:
+            loaded = dataclasses.replace(loaded, path=path)
         chunks = self.chunker.chunk(loaded, project=project)
         if not chunks:
             return _Prepared(source, path, skipped=SkippedFile(source.display, "no text to index"))
@@ -310,6 +332,8 @@ class DocumentIndex:
         self._extras: dict[str, Collection] = {}
         self._limiter = anyio.CapacityLimiter(1)
         self._write_lock = anyio.Lock()
+        self._locators: LocatorMap | None = None
+        """The run's locator map (set under the write lock, for the preparer)."""
 
     @classmethod
     @asynccontextmanager
@@ -461,6 +485,7 @@ class DocumentIndex:
         progress: ProgressCallback | None = None,
         embed: bool = True,
         executor: IndexExecutor | None = None,
+        changed: AnyCollection[str | Path] | None = None,
     ) -> IndexReport:
         """Index the files under ``paths`` for ``project`` (``""``: visible to every project).
 
@@ -472,13 +497,19 @@ class DocumentIndex:
             embed: embed new chunks now (``False`` stores them pending, e.g. for a quick lexical index).
             executor: prepare and embed elsewhere (e.g. on a Ray cluster, :class:`RayExecutor`);
                 the rows written are the same.
+            changed: the only files that may have changed since the last run (``--watch`` passes
+                the files it saw events for): an indexed file outside it is kept without being
+                read. ``None`` reads every file, or — in a git work tree (``[index] use_git``) —
+                every file changed since the last indexed commit or not committed.
 
-        A file that cannot be read or loaded, whatever the reason, is reported in ``skipped`` and
-        the run goes on with the others. Chunks stored twice (two writers at once, before the
-        writer lock) are repaired first.
+        The folders are walked every time, so added, removed and newly skipped files are found
+        whatever ``changed`` says. Noise (stylesheets, site navigation, images, generated files:
+        :mod:`._skip`) is skipped and counted. A file that cannot be read or loaded, whatever the
+        reason, is reported in ``skipped`` and the run goes on with the others. Chunks stored twice
+        (two writers at once, before the writer lock) are repaired first.
 
         Raises:
-            InvalidRequest: a path does not exist.
+            InvalidRequest: a path does not exist, or lies outside ``[index] locator_base``.
             ProviderError: the collection's space could not be chosen (no embedder answered).
             CollectionBusy: another process is writing this collection.
         """
@@ -486,30 +517,155 @@ class DocumentIndex:
         if not paths:
             raise InvalidRequest("give at least one file or folder to index")
         async with self._writing():
+            roots = [_absolute(p) for p in paths]
             found = await self._discover(paths)
+            locators = await anyio.to_thread.run_sync(locator_map, self.settings.locator_base, roots)
             collection = await self._ensure_collection()
             await self._ensure_extras(collection)
             report = IndexReport(collection=self.name, space=collection.space.key)
             await self._repair(collection, report)
             sources = [item for item in found if isinstance(item, SourceFile)]
             report.skipped.extend(item for item in found if isinstance(item, SkippedFile))
+            report.files_found = len(found)
             report.files_total = len(sources)
             existing = await self._file_states(collection, project)
-            roots = [_absolute(p) for p in paths]
+            records = await _read_records(collection)
+            self._locators = locators
+            preparer = self.preparer
             state = _RunState(embed=embed, executor=executor)
             seen: set[str] = set()
+            trees: dict[str, GitTree] = {}
+            trust: _Trust | None = None
+            if changed is not None:
+                trust = _Trust(frozenset(_absolute(c) for c in changed))
+            elif self.settings.use_git:
+                trust, trees = await anyio.to_thread.run_sync(
+                    self._git_trust, roots, records, project, report, limiter=self._limiter
+                )
+            if trust is not None:
+                sources = self._keep_unread(sources, trust, existing, preparer, report, seen)
             self._notify(progress, report)
             await self._prepare_and_write(
                 sources, existing, collection, project, report, state, seen, progress
             )
-            await self._delete_gone(collection, project, roots, existing, seen, report)
+            maps = [m for m in (locators, *_old_maps(records, project, roots)) if m is not None]
+            await self._delete_gone(collection, project, roots, existing, seen, report, maps)
             self._notify(progress, report)
             if embed:
                 await self._embed_all_pending(collection, report, state, progress)
             await self._finish(collection, report)
+            await self._write_records(collection, records, project, roots, locators, trees, state, trust)
             report.elapsed_s = time.perf_counter() - started
             self._notify(progress, report)
             return report
+
+    def _git_trust(
+        self, roots: list[str], records: dict[str, Any], project: str, report: IndexReport
+    ) -> tuple[_Trust | None, dict[str, GitTree]]:
+        """What git says may have changed under ``roots`` since their last indexed commit (blocking).
+
+        ``None`` (read every file) unless every root is in a work tree with a recorded commit of
+        this chunker that git still knows; the trees are returned either way, to record their commit.
+        """
+        trees: dict[str, GitTree] = {}
+        plans: list[_GitPlan] = []
+        complete = True
+        for root in roots:
+            tree = git_tree(root if os.path.isdir(root) else os.path.dirname(root))
+            if tree is None:
+                complete = False
+                continue
+            trees[root] = tree
+            inside = os.path.relpath(os.path.realpath(root), tree.top)
+            record = records.get(_record_key(project, root), {}).get("git") or {}
+            since = record.get("commit") if record.get("top") == tree.top else None
+            if inside.startswith("..") or since is None or record.get("signature") != self.chunker.signature:
+                complete = False
+                report.git.append(f"{tree.top}: at commit {tree.commit[:12]}; every file compared by digest")
+                continue
+            changed = changed_between(tree.top, str(since), tree.commit)
+            if changed is None:
+                complete = False
+                report.git.append(
+                    f"{tree.top}: at commit {tree.commit[:12]}; the last indexed commit {str(since)[:12]} "
+                    "is unknown to git now, every file compared by digest"
+                )
+                continue
+            then = {
+                name
+                for key, value in records.items()
+                if key.startswith(project + "\x1f") and (value.get("git") or {}).get("top") == tree.top
+                for name in (value.get("git") or {}).get("dirty", ())
+            }
+            plans.append(_GitPlan(root, tree, changed | tree.dirty | then))
+            report.git.append(
+                f"{tree.top}: at commit {tree.commit[:12]}, since {str(since)[:12]}: "
+                f"{len(changed)} file(s) changed in commits, {len(tree.dirty)} not committed"
+            )
+        return (_Trust(None, tuple(plans)) if complete and plans else None), trees
+
+    def _keep_unread(
+        self,
+        sources: list[SourceFile],
+        trust: _Trust,
+        existing: dict[str, str],
+        preparer: FilePreparer,
+        report: IndexReport,
+        seen: set[str],
+    ) -> list[SourceFile]:
+        """``sources`` less the indexed ones ``trust`` vouches for: counted unchanged, never read."""
+        kept: list[SourceFile] = []
+        for source in sources:
+            path = preparer.stored_path(source)
+            if existing.get(path) and trust.unchanged(source):
+                seen.add(path)
+                report.files_done += 1
+                report.files_unchanged += 1
+                report.files_not_read += 1
+            else:
+                kept.append(source)
+        return kept
+
+    async def _write_records(
+        self,
+        collection: Collection,
+        records: dict[str, Any],
+        project: str,
+        roots: list[str],
+        locators: LocatorMap | None,
+        trees: dict[str, GitTree],
+        state: _RunState,
+        trust: _Trust | None,
+    ) -> None:
+        """Record, per indexed root, its locator map and git commit with the collection."""
+        updated = dict(records)
+        for root in roots:
+            record: dict[str, Any] = {}
+            if locators is not None:
+                record["locators"] = locators.to_json()
+            tree = trees.get(root)
+            if tree is None and trust is not None and trust.changed is not None:
+                # --watch read only what it saw change: the last commit recorded still holds.
+                previous = records.get(_record_key(project, root), {}).get("git")
+                if previous:
+                    record["git"] = previous
+            elif tree is not None:
+                retry = await anyio.to_thread.run_sync(_names_in_tree, state.retry, root, tree.top)
+                record["git"] = {
+                    "top": tree.top,
+                    "commit": tree.commit,
+                    "dirty": sorted(tree.dirty | retry),
+                    "signature": self.chunker.signature,
+                }
+            key = _record_key(project, root)
+            if record:
+                updated[key] = record
+            else:
+                updated.pop(key, None)
+        if updated != records:
+            await collection.table.update_field_metadata(
+                {"path": "path", "metadata": {RECORDS_KEY: json.dumps(updated, sort_keys=True)}}
+            )
 
     async def _prepare_and_write(
         self,
@@ -575,11 +731,24 @@ class DocumentIndex:
         existing: dict[str, str],
         seen: set[str],
         report: IndexReport,
+        maps: Sequence[LocatorMap] = (),
     ) -> None:
-        """Delete, from every table, the chunks of the files under ``roots`` indexed before but not seen now."""
-        gone = sorted(
-            path for path in existing if path not in seen and any(_under(path, root) for root in roots)
-        )
+        """Delete, from every table, the chunks of the files under ``roots`` indexed before but not seen now.
+
+        A stored path is under a root as it is (absolute) or once mapped back by one of ``maps``
+        (the run's ``locator_base`` and the ones these roots were indexed with before).
+        """
+
+        def under_roots(path: str) -> bool:
+            if any(_under(path, root) for root in roots):
+                return True
+            for locators in maps:
+                local = locators.local(path)
+                if local is not None and any(_under(local, root) for root in roots):
+                    return True
+            return False
+
+        gone = sorted(path for path in existing if path not in seen and under_roots(path))
         if gone:
             for table in (collection, *self._extras.values()):
                 await table.delete_files(project, gone)
@@ -685,16 +854,19 @@ class DocumentIndex:
         """Embed and write prepared files batch by batch, in the order they were found."""
         batch: list[_Prepared] = []
         batch_chunks = 0
+        preparer = self.preparer
         async with receive:
             async for prepared in receive:
                 for item in prepared:
                     report.files_done += 1
+                    path = preparer.stored_path(item.source)  # a Ray skip carries the local path
                     if item.skipped is not None:
                         report.skipped.append(item.skipped)
                         if not item.skipped.stale:
-                            seen.add(item.path)
+                            seen.add(path)
+                            state.retry.add(item.source.path.as_posix())
                         continue
-                    seen.add(item.path)
+                    seen.add(path)
                     if item.unchanged:
                         report.files_unchanged += 1
                         continue
@@ -745,16 +917,33 @@ class DocumentIndex:
         for key, extra in self._extras.items():
             report.extra_spaces.setdefault(key, _extra_tally())["pending_left"] = await extra.pending_count()
 
+    @property
+    def skip_rules(self) -> SkipRules:
+        """The noise rules of ``[index] skip`` / ``include`` over the defaults (:mod:`._skip`)."""
+        return SkipRules.of(self.settings.skip, self.settings.include)
+
     async def _discover(self, paths: Sequence[str | Path]) -> list[SourceFile | SkippedFile]:
+        rules = self.skip_rules
+
         def run() -> list[SourceFile | SkippedFile]:
-            return list(
-                discover(
-                    paths,
-                    excludes=self.settings.exclude,
-                    max_file_bytes=self.settings.max_file_bytes,
-                    use_gitignore=self.settings.use_gitignore,
-                )
-            )
+            named = {_absolute(p) for p in paths}
+            found: list[SourceFile | SkippedFile] = []
+            for item in discover(
+                paths,
+                excludes=self.settings.exclude,
+                max_file_bytes=self.settings.max_file_bytes,
+                use_gitignore=self.settings.use_gitignore,
+            ):
+                if isinstance(item, SourceFile):
+                    # A file named on the command line is indexed whatever the noise rules say.
+                    reason = None if item.path.as_posix() in named else rules.reason(item.display)
+                    found.append(item if reason is None else SkippedFile(item.display, reason))
+                elif item.reason.startswith("unsupported file type"):
+                    reason = rules.reason(item.path)
+                    found.append(item if reason is None else SkippedFile(item.path, reason))
+                else:
+                    found.append(item)
+            return found
 
         try:
             return await anyio.to_thread.run_sync(run, limiter=self._limiter)
@@ -764,7 +953,7 @@ class DocumentIndex:
     @property
     def preparer(self) -> FilePreparer:
         """What reads, loads, chunks and analyses one file (picklable: it also runs on Ray workers)."""
-        return FilePreparer(self.settings, self.chunker, self.analyzer)
+        return FilePreparer(self.settings, self.chunker, self.analyzer, self._locators)
 
     def _prepare_group(
         self, group: Sequence[SourceFile], existing: dict[str, str], project: str
@@ -961,6 +1150,79 @@ class _RunState:
     executor: IndexExecutor | None = None
     errors: dict[str, ProviderError] = field(default_factory=dict)
     """The first embedding failure per space key: that space embeds nothing more this run."""
+    retry: set[str] = field(default_factory=set)
+    """Local paths skipped for a cause that may pass (unreadable): read again by the next run."""
+
+
+@dataclass(frozen=True, slots=True)
+class _GitPlan:
+    root: str
+    tree: GitTree
+    changed: frozenset[str]
+    """Paths relative to the work tree's top that may differ from what the index holds."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Trust:
+    """Which indexed files may be kept without reading them.
+
+    The files ``--watch`` saw no event for (``changed``), or those git says did not change since
+    the last indexed commit (``plans``).
+    """
+
+    changed: frozenset[str] | None = None
+    plans: tuple[_GitPlan, ...] = ()
+
+    def unchanged(self, source: SourceFile) -> bool:
+        path = source.path.as_posix()
+        if self.changed is not None:
+            return path not in self.changed
+        for plan in self.plans:
+            if not _under(path, plan.root):
+                continue
+            real = os.path.realpath(path)
+            relative = os.path.relpath(real, plan.tree.top)
+            # Through a symlink, git tracks the link, not what it points to; an ignored file is not
+            # tracked at all: such files are read.
+            lexical = os.path.normpath(
+                os.path.join(os.path.realpath(plan.root), os.path.relpath(path, plan.root))
+            )
+            return real == lexical and relative in plan.tree.tracked and relative not in plan.changed
+        return False
+
+
+def _names_in_tree(paths: set[str], root: str, top: str) -> set[str]:
+    """``paths`` under ``root``, relative to the work tree's ``top`` (blocking: resolves links)."""
+    return {os.path.relpath(os.path.realpath(path), top) for path in paths if _under(path, root)}
+
+
+RECORDS_KEY = "simone.sources"
+"""The ``path`` field's metadata key of the per-root records: locator map and last indexed commit."""
+
+
+def _record_key(project: str, root: str) -> str:
+    return f"{project}\x1f{root}"
+
+
+async def _read_records(collection: Collection) -> dict[str, Any]:
+    """The per-root records stored with the collection (``{}`` when none or unreadable)."""
+    await collection.table.checkout_latest()
+    schema: pa.Schema = await collection.table.schema()
+    raw = (schema.field("path").metadata or {}).get(RECORDS_KEY.encode())
+    if raw is None:
+        return {}
+    try:
+        records = json.loads(raw)
+    except ValueError:
+        return {}
+    return records if isinstance(records, dict) else {}
+
+
+def _old_maps(records: dict[str, Any], project: str, roots: list[str]) -> list[LocatorMap | None]:
+    """The locator maps ``roots`` were last indexed with (to find their files under the old locators)."""
+    return [
+        LocatorMap.from_json(records.get(_record_key(project, root), {}).get("locators")) for root in roots
+    ]
 
 
 def _extra_tally() -> dict[str, int]:

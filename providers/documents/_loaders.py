@@ -1,4 +1,4 @@
-"""Finding and reading documents: Markdown, plain text, source code, HTML and PDF.
+"""Finding and reading documents: Markdown, plain text, source code, HTML, PDF and office formats.
 
 :func:`discover` walks the given paths (symlink-loop safe, ``.gitignore``-style excludes, size
 limits) and :func:`load_file` turns one file into a :class:`LoadedDocument` or a :class:`SkippedFile`
@@ -7,8 +7,10 @@ that says why it was left out. Both are blocking; the index runs them in worker 
 * text encodings are detected (UTF-8 first, then ``charset-normalizer``); a file whose bytes
   look binary (NUL bytes, no plausible encoding) is skipped, never decoded into garbage;
 * HTML goes through trafilatura favouring precision (main text only, Markdown headings kept);
-* PDF goes through pypdf (pure Python, BSD, actively maintained); a PDF without a text layer
-  (a scanned image) is skipped with a reason instead of being indexed as empty;
+* PDF (pdfplumber: tables, columns, pages), DOCX, PPTX, XLSX/ODS/CSV/TSV, ODT, EPUB, e-mail,
+  notebooks, reStructuredText and AsciiDoc go through the readers in ``_formats`` (see its
+  docstring), which turn them into Markdown-like text with headings and pipe tables; a PDF without
+  a text layer (a scanned image) is skipped with a reason instead of being indexed as empty;
 * a title is the first heading outside code (Markdown ATX/setext/``<h1>``, front matter,
   reStructuredText section titles, HTML ``<title>``/``<h1>``), else the file name; the search
   for it is bounded (the first :data:`TITLE_SCAN_LINES` lines, each cut to
@@ -26,17 +28,28 @@ import stat
 import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from io import BytesIO
 from pathlib import Path
 from typing import Literal
 
 import charset_normalizer
 import pathspec
+from simone.providers.documents._formats._registry import (
+    FORMAT_KINDS,
+    FORMAT_SUFFIXES,
+    TEXT_FORMAT_SUFFIXES,
+    AttachmentReader,
+)
 
-DocumentKind = Literal["markdown", "text", "code", "html", "pdf"]
+DocumentKind = Literal[
+    "markdown", "text", "code", "html", "pdf",
+    "docx", "pptx", "spreadsheet", "odt", "epub", "email", "notebook", "rst", "asciidoc",
+]  # fmt: skip
+
+MARKDOWN_KINDS = frozenset({"markdown", "html", *FORMAT_KINDS})
+"""Kinds whose text is Markdown-like (the chunker sections it at its ``#`` headings)."""
 
 MARKDOWN_SUFFIXES = frozenset({".md", ".markdown", ".mdx", ".mkd"})
-TEXT_SUFFIXES = frozenset({".txt", ".text", ".rst", ".adoc", ".asciidoc", ".org", ".tex", ".csv", ".tsv"})
+TEXT_SUFFIXES = frozenset({".txt", ".text", ".org", ".tex"})
 HTML_SUFFIXES = frozenset({".html", ".htm", ".xhtml"})
 PDF_SUFFIXES = frozenset({".pdf"})
 CODE_LANGUAGES: dict[str, str] = {
@@ -121,7 +134,8 @@ class LoadedDocument:
 
     Attributes:
         path: absolute POSIX path.
-        kind: markdown / text / code / html / pdf (HTML is converted to Markdown-like text).
+        kind: markdown / text / code / html, or a format reader's kind (pdf, docx, pptx, spreadsheet,
+            odt, epub, email, notebook, rst, asciidoc); HTML and those formats are Markdown-like text.
         title: the document title (see :func:`document_title`; HTML/PDF metadata; else the file name).
         text: the decoded text with ``\n`` line ends; line numbers refer to it.
         digest: sha256 of the file's bytes (unchanged digest → nothing to do).
@@ -152,8 +166,8 @@ def classify(path: Path) -> tuple[DocumentKind, str] | None:
         return "text", ""
     if suffix in HTML_SUFFIXES:
         return "html", ""
-    if suffix in PDF_SUFFIXES:
-        return "pdf", ""
+    if suffix in FORMAT_SUFFIXES:
+        return FORMAT_SUFFIXES[suffix], ""
     if suffix in CODE_LANGUAGES:
         return "code", CODE_LANGUAGES[suffix]
     if not suffix and name.upper() in TEXT_FILENAMES:
@@ -356,8 +370,8 @@ def load_bytes(source: SourceFile, data: bytes) -> LoadedDocument | SkippedFile:
     """Turn the bytes of ``source`` into a document, or say why not."""
     digest = file_digest(data)
     path = source.path.as_posix()
-    if source.kind == "pdf":
-        return _load_pdf(source, data, digest)
+    if source.kind in FORMAT_KINDS:
+        return _load_format(source, data, digest)
     decoded = decode_text(data)
     if isinstance(decoded, str):
         return SkippedFile(source.display, decoded)
@@ -835,33 +849,71 @@ def _load_html(
     )
 
 
-def _load_pdf(source: SourceFile, data: bytes, digest: str) -> LoadedDocument | SkippedFile:
-    import pypdf
+def _load_format(source: SourceFile, data: bytes, digest: str) -> LoadedDocument | SkippedFile:
+    """A file read by a format reader (``_formats``): its Markdown-like text, or why it was skipped."""
+    from simone.providers.documents._formats._common import FormatSkip
+    from simone.providers.documents._formats._registry import read_format
 
+    suffix = source.path.suffix.lower()
     try:
-        reader = pypdf.PdfReader(BytesIO(data))
-        if reader.is_encrypted and not reader.decrypt(""):
-            return SkippedFile(source.display, "encrypted PDF (a password is needed)")
-        pages = [page.extract_text() or "" for page in reader.pages]
-        meta_title = reader.metadata.title if reader.metadata else None
-    except Exception as exc:  # noqa: BLE001 - pypdf raises many types on malformed files
-        return SkippedFile(source.display, f"PDF could not be read: {type(exc).__name__}: {exc}")
-    text = valid_text(_normalise_newlines("\n\n".join(page.strip("\n") for page in pages)))
-    if not text.strip():
-        return SkippedFile(
-            source.display,
-            f"PDF has no text layer ({len(pages)} page(s), likely scanned images); run OCR to index it",
-        )
-    first_line = next((line.strip() for line in text.split("\n") if line.strip()), "")
-    title = valid_text(
-        (str(meta_title).strip() if meta_title else "") or first_line[:120] or source.path.name
-    )
+        extracted = read_format(suffix, data, decode=decode_text, attachment=_attachment_reader(0))
+    except FormatSkip as skip:
+        return SkippedFile(source.display, skip.reason)
+    except (MemoryError, RecursionError) as exc:
+        return SkippedFile(source.display, f"too large or too deeply nested to read ({type(exc).__name__})")
+    text = valid_text(extracted.text)
+    markup: Literal["markdown", "rst", "plain"] = "rst" if source.kind == "rst" else "markdown"
+    title = clean_title(valid_text(extracted.title), markup=markup) if extracted.title else None
     return LoadedDocument(
         path=source.path.as_posix(),
-        kind="pdf",
-        title=title,
+        kind=source.kind,
+        title=title or source.path.name,
         text=text,
         digest=digest,
-        encoding="pdf",
-        notes=(f"{len(pages)} page(s)",),
+        encoding=source.kind if suffix not in TEXT_FORMAT_SUFFIXES else "utf-8",
+        notes=extracted.notes,
     )
+
+
+MAX_ATTACHMENT_DEPTH = 2
+"""How deep attachments are opened (a message attached to a message attached to a message…)."""
+
+
+def _attachment_reader(depth: int) -> AttachmentReader:
+    """Reads an e-mail attachment by its file name the way a file of that name would be read."""
+    from simone.providers.documents._formats._common import Extracted, FormatSkip, escape_text, fenced
+    from simone.providers.documents._formats._html import html_to_markdown
+    from simone.providers.documents._formats._registry import read_format
+
+    def read(name: str, data: bytes) -> Extracted | str:
+        kind = classify(Path(name))
+        if kind is None:
+            return f"not read: unsupported file type ({Path(name).suffix or 'no extension'})"
+        if kind[0] in FORMAT_KINDS:
+            if depth >= MAX_ATTACHMENT_DEPTH:
+                return "not read: attachments nested too deeply"
+            try:
+                return read_format(
+                    Path(name).suffix.lower(),
+                    data,
+                    decode=decode_text,
+                    attachment=_attachment_reader(depth + 1),
+                )
+            except FormatSkip as skip:
+                return f"not read: {skip.reason}"
+        decoded = decode_text(data)
+        if isinstance(decoded, str):
+            return f"not read: {decoded}"
+        text = valid_text(_normalise_newlines(decoded[0]))
+        if kind[0] == "html":
+            try:
+                text = html_to_markdown(text)[1]
+            except FormatSkip as skip:
+                return f"not read: {skip.reason}"
+        elif kind[0] == "code":
+            text = fenced(text, kind[1])
+        elif kind[0] == "text":
+            text = escape_text(text)
+        return Extracted(title=None, text=text) if text.strip() else "not read: empty"
+
+    return read

@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simone.providers.documents._calibration import relevance_rule
+from simone.providers.documents._chunker import chunk_locator
 from simone.providers.documents._index import DocumentIndex
 from simone.providers.documents._store import Collection, Hit, build_where, project_of, unpack_row
 from simone.runtime import (
@@ -588,7 +589,7 @@ def _hit_id(hit: Hit) -> str:
 
 
 def _locator(row: dict[str, Any]) -> str:
-    return f"{row['path']}#L{row['line_start']}-L{row['line_end']}"
+    return chunk_locator(row["path"], row["kind"], row["heading"], row["line_start"], row["line_end"])
 
 
 def _not_relevant(

@@ -170,6 +170,6 @@ def render(record: MemoryRecord) -> str:
             lines.append(record.body)
         if state.checkpoint:
             lines.append("checkpoint: " + json.dumps(state.checkpoint, ensure_ascii=False, sort_keys=True))
-    if record.tags:
-        lines.append("tags: " + ", ".join(record.tags))
+    if record.tags:  # a paragraph of its own: a label, never read as part of the record's last sentence
+        lines.extend(["", "tags: " + ", ".join(record.tags)])
     return "\n".join(lines)

@@ -11,11 +11,16 @@ import; the agents layer has its own (:mod:`simone.agents.testing`).
   :func:`add_fixture_site`, :func:`fixture_html`, :func:`load_fixture_pages` for a site of your own.
 * A loopback embedding server — :class:`LoopbackEmbeddingServer`: OpenAI-compatible and Ollama embedding
   endpoints on 127.0.0.1 that can be scripted to misbehave (:data:`EmbeddingServerMode`).
+* A loopback rerank server — :class:`LoopbackRerankServer`: every rerank shape (Cohere-style
+  ``results``, ``data``, TEI's bare list) on 127.0.0.1, scored by word overlap
+  (:func:`overlap_score`) and scriptable to misbehave (:data:`RerankServerMode`); a tiny cross-encoder
+  ONNX graph with the bundled tokenizer (:func:`write_tiny_cross_encoder`).
 * Clocks and ids — :class:`SecondsClock` (``time.time``-like, for caches and the web), and memory's
   :class:`ManualClock` and :class:`SequentialIds` (exact replays of a memory store).
 """
 
 from simone.providers.memory import ManualClock as ManualClock, SequentialIds as SequentialIds
+from simone.providers.testing._cross_encoder import write_tiny_cross_encoder as write_tiny_cross_encoder
 from simone.providers.testing._embedding_server import (
     LoopbackEmbeddingServer as LoopbackEmbeddingServer,
     Mode as EmbeddingServerMode,
@@ -27,6 +32,11 @@ from simone.providers.testing._fixture_site import (
     add_fixture_site as add_fixture_site,
     fixture_html as fixture_html,
     load_fixture_pages as load_fixture_pages,
+)
+from simone.providers.testing._rerank_server import (
+    LoopbackRerankServer as LoopbackRerankServer,
+    RerankServerMode as RerankServerMode,
+    overlap_score as overlap_score,
 )
 from simone.providers.testing._web import (
     LoggedRequest as LoggedRequest,
@@ -56,8 +66,10 @@ __all__ = (
     "LoggedRequest",
     "LoopbackEmbeddingServer",
     "LoopbackPage",
+    "LoopbackRerankServer",
     "LoopbackWeb",
     "ManualClock",
+    "RerankServerMode",
     "ResponseFunction",
     "Route",
     "SecondsClock",
@@ -68,4 +80,6 @@ __all__ = (
     "fixture_html",
     "load_fixture_pages",
     "make_evidence",
+    "overlap_score",
+    "write_tiny_cross_encoder",
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Iterable
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
@@ -143,7 +144,7 @@ class DuplicateFinder:
         """Return ``(kept_id, why)`` if the item duplicates a kept one; otherwise remember it."""
         if digest in self._digests:
             return self._digests[digest], "same content digest"
-        url_key = normalize_url(locator) if is_url(locator) else None
+        url_key = _url_key(locator) if is_url(locator) else None
         if url_key is not None and url_key in self._urls:
             return self._urls[url_key], "same normalised URL"
         grams = shingles(content)
@@ -160,6 +161,21 @@ class DuplicateFinder:
             self._urls[url_key] = item_id
         self._shingles.append((item_id, grams, size))
         return None
+
+
+_CHUNK_FRAGMENT = re.compile(r"L\d+(?:-L\d+)?|(?:page|slide)=\d+")
+"""A fragment that names a chunk of a document (``#L10-L24``, ``#page=3``, ``#slide=2``), not a place on a page."""
+
+
+def _url_key(locator: str) -> str:
+    """The URL a locator is deduplicated by: normalised, and keeping a chunk's fragment.
+
+    Two chunks of one file behind a repository URL (``[index] locator_base``) are different evidence;
+    two links to one web page that differ in their ``#section`` are the same page.
+    """
+    key = normalize_url(locator)
+    fragment = urlsplit(locator.strip()).fragment
+    return f"{key}#{fragment}" if _CHUNK_FRAGMENT.fullmatch(fragment) else key
 
 
 def unique_urls(urls: Iterable[str]) -> list[str]:

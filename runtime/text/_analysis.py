@@ -727,7 +727,7 @@ class Analyzer:
     def _block(self, block: str) -> list[_Segment]:
         if _NEEDS_ICU.search(block):
             pieces = list(WordBreaker(block, _root_locale()))
-            if max(map(len, pieces), default=0) > MAX_WORD_CHARS:
+            if len(block) > MAX_WORD_CHARS and max(map(len, pieces)) > MAX_WORD_CHARS:
                 pieces = [piece[:MAX_WORD_CHARS] for piece in pieces]
         else:
             pieces = _token_pattern().findall(block)
@@ -860,13 +860,24 @@ class Analyzer:
                 )
                 continue
             words: list[_Word] = []
-            first_word: list[int] = []  # each segment's first word in ``words``
+            entries: list[tuple[str, list[str]]] = []
+            # The bigrams of _run_bigrams, in one pass: the last run word before this one (None when
+            # no run goes on) receives the bigram that joins it to the next.
+            before: tuple[str, list[str]] | None = None
+            before_run = ""
             for segment in block:
-                first_word.append(len(words))
-                words.extend(segment.words)
-            entries = [(w.word, list(getattr(w, language))) for w in words]
-            for index, bigram in _run_bigrams(block) if runs else ():
-                entries[first_word[index]][1].append(bigram)
+                run = segment.run
+                for w in segment.words:
+                    words.append(w)
+                    entries.append((w.word, list(getattr(w, language))))
+                if run:
+                    if before is not None:
+                        before[1].append(before_run[-1] + run[0])
+                    # An ignored word (a particle) adds no bigram of its own, but the one before reaches it.
+                    before = None if segment.words[0].ignored else entries[-1]
+                    before_run = run
+                elif segment is not _SPACE:
+                    before = None
             orphans: list[tuple[str, list[str]]] = []
             for owner, term in self._synonym_terms(words, language) if synonyms else ():
                 if owner >= 0:

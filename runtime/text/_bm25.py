@@ -19,7 +19,7 @@ import operator
 from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from itertools import chain, repeat
+from itertools import compress, repeat
 from typing import NamedTuple
 
 import numpy as np
@@ -37,6 +37,11 @@ _BITS = 64
 _consume: Callable[[Iterable[object]], None] = deque[object](maxlen=0).extend  # runs an iterator out, in C
 _FIRST = operator.itemgetter(0)
 _SECOND = operator.itemgetter(1)
+_FEW_POSTINGS = 4096
+"""Up to this many postings per query, coverage bits are gathered for every item, not only the hits."""
+_ABSENT_TERMS = 65_536
+"""Query terms the index lacks that it remembers as such (until it changes): bounded memory."""
+_Weights = tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]
 _new_hit = tuple.__new__  # NamedTuple's own __new__ is a Python lambda; hits are many
 
 
@@ -143,9 +148,10 @@ class BM25Index:
         self._lengths = np.zeros(0, dtype=np.float64)
         self._total_length = 0.0
         self._postings: defaultdict[str, list[tuple[int, int]]] = defaultdict(list)
-        self._weights: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]] = {}
+        self._weights: dict[str, _Weights | tuple[()]] = {}  # () for a term the index lacks
+        self._absent = 0  # how many of those
         self._norm_cache: npt.NDArray[np.float64] | None = None
-        self._tiebreak_cache: npt.NDArray[np.int64] | None = None
+        self._tiebreak_cache: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None = None
 
     def __len__(self) -> int:
         return len(self._items)
@@ -203,36 +209,47 @@ class BM25Index:
         # Every weight depends on N and the average length, so any change invalidates them all.
         if self._weights:
             self._weights = {}
+            self._absent = 0
         self._norm_cache = None
         self._tiebreak_cache = None
 
-    def _tiebreak(self) -> npt.NDArray[np.int64]:
-        """Each slot's rank in (locator, id) order, cached until the index changes."""
+    def _tiebreak(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """Each slot's rank in (locator, id) order, and the slot at each rank; cached until the index changes."""
         if self._tiebreak_cache is None:
-            ranks = np.zeros(len(self._ids), dtype=np.int64)
-            order = sorted(range(len(self._ids)), key=lambda slot: (self._locators[slot], self._ids[slot]))
+            order = np.array(
+                sorted(range(len(self._ids)), key=lambda slot: (self._locators[slot], self._ids[slot])),
+                dtype=np.int64,
+            )
+            ranks = np.zeros(len(order), dtype=np.int64)
             ranks[order] = np.arange(len(order))
-            self._tiebreak_cache = ranks
+            self._tiebreak_cache = (ranks, order)
         return self._tiebreak_cache
 
-    def _term_weights(
-        self, term: str, n: int, norm: npt.NDArray[np.float64]
-    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]] | None:
-        """The slots holding ``term`` and its BM25 contribution in each, cached until the index changes."""
+    def _term_weights(self, term: str, n: int, norm: npt.NDArray[np.float64]) -> _Weights | tuple[()]:
+        """The ranks (see :meth:`_tiebreak`) of the items holding ``term`` and its BM25 contribution in each.
+
+        ``()`` when no item holds it. Cached until the index changes (absent terms up to
+        :data:`_ABSENT_TERMS`). Postings are kept by tie-break rank rather than by slot, so that scores
+        come out indexed by rank and one sort on (score, rank) orders hits by score, then locator, then id.
+        """
         cached = self._weights.get(term)
         if cached is not None:
             return cached
         bucket = self._postings.get(term)
         if not bucket:
-            return None
+            if self._absent < _ABSENT_TERMS:
+                self._weights[term] = ()
+                self._absent += 1
+            return ()
         pairs = np.array(bucket, dtype=np.int64)
-        slots = np.ascontiguousarray(pairs[:, 0])
+        slots = pairs[:, 0]
         tf = pairs[:, 1].astype(np.float64)
         df = len(bucket)
         idf = lucene_idf(n, df)
         weights = (idf * (self.k1 + 1.0)) * tf / (tf + norm[slots])
-        self._weights[term] = (slots, weights)
-        return slots, weights
+        ranks = np.ascontiguousarray(self._tiebreak()[0][slots])
+        self._weights[term] = (ranks, weights)
+        return ranks, weights
 
     def _norm(self) -> npt.NDArray[np.float64]:
         """Per-slot length normalisation k1·(1 − b + b·|d|/avgdl), cached until the index changes."""
@@ -254,72 +271,102 @@ class BM25Index:
         # word_terms holds exactly the terms of analyzer.terms(query) -- the analysis documents went
         # through -- grouped by the query word they come from (for coverage).
         words = self.analyzer.word_terms(query)
-        query_counts = Counter(chain.from_iterable(map(_SECOND, words)))
-        if not query_counts:
-            return []
         # Coverage: a query word is in an item when any of its terms is. Each distinct kept word gets
         # a bit; each item collects the bits of the terms it holds (words past 63 share the last bit
         # and are checked one by one).
         kept = list(dict.fromkeys(map(_FIRST, words)))
         bit_of = {word: 1 << min(column, _BITS - 1) for column, word in enumerate(kept)}
+        query_counts: dict[str, int] = {}  # each term with its repeats, in the query's order
         term_bits: dict[str, int] = {}
         for word, terms in words:
+            bit = bit_of[word]
             for term in terms:
-                term_bits[term] = term_bits.get(term, 0) | bit_of[word]
-        n = len(self._items)
-        norm = self._norm()
-        size = len(self._ids)
-        slot_parts: list[npt.NDArray[np.int64]] = []
-        weight_parts: list[npt.NDArray[np.float64]] = []
-        bits: list[int] = []
-        for term, repeats in query_counts.items():
-            arrays = self._term_weights(term, n, norm)
-            if arrays is None:
-                continue
-            slots, weights = arrays
-            slot_parts.append(slots)
-            weight_parts.append(weights if repeats == 1 else repeats * weights)
-            bits.append(term_bits[term])
-        if not slot_parts:
+                query_counts[term] = query_counts.get(term, 0) + 1
+                term_bits[term] = term_bits.get(term, 0) | bit
+        if not query_counts:
             return []
-        # One C pass sums every posting of every query term into its item's score.
-        postings = np.concatenate(slot_parts)
-        scores = np.bincount(postings, weights=np.concatenate(weight_parts), minlength=size)
-        # Every weight is > 0, so a score > 0 means a shared term; ties at the cut-off all stay in.
-        if size > limit:
-            kth = float(np.partition(scores, size - limit)[size - limit])
-            candidates = (scores >= kth).nonzero()[0] if kth > 0 else (scores > 0).nonzero()[0]
-        else:
-            candidates = (scores > 0).nonzero()[0]
-        # Best score first, then locator, then id: one numpy sort on (tie-break rank, -score).
-        order = np.lexsort((self._tiebreak()[candidates], -scores[candidates]))[:limit]
-        top = candidates[order]
-        top_slots = top.tolist()
-        top_scores = scores[top].tolist()
-        row_of = np.full(size, -1, dtype=np.int64)
-        row_of[top] = np.arange(len(top_slots))
-        rows = row_of[postings]
-        held = rows >= 0
-        posting_bits = np.repeat(np.array(bits, dtype=np.uint64), [len(part) for part in slot_parts])
-        masks = np.zeros(len(top_slots), dtype=np.uint64)
-        np.bitwise_or.at(masks, rows[held], posting_bits[held])
-        mask_of = masks.tolist()
-        ids = self._ids
-        locators = self._locators
-        # Hits share masks: decode each once. Words past the 63rd are looked up in the item itself,
-        # so then a mask alone does not say the words.
-        keys: list[object] = (
-            list(mask_of) if len(kept) < _BITS else list(zip(mask_of, top_slots, strict=True))
+        # Each query term's cached (ranks, weights), () for a term the index lacks; None for a term
+        # not looked up since the last change (looked up now).
+        found = list(map(self._weights.get, query_counts))
+        if None in found:
+            n = len(self._items)
+            norm = self._norm()
+            found = [
+                arrays if arrays is not None else self._term_weights(term, n, norm)
+                for term, arrays in zip(query_counts, found, strict=True)
+            ]
+        held_terms = list(compress(query_counts, found))
+        if not held_terms:
+            return []
+        arrays = list(filter(None, found))
+        rank_parts = list(map(_FIRST, arrays))
+        # One C pass sums every posting of every query term into its item's score, indexed by the
+        # item's tie-break rank. Every weight is > 0, so a score > 0 means a shared term.
+        postings = np.concatenate(rank_parts)
+        weights = np.concatenate(list(map(_SECOND, arrays)))
+        lengths = list(map(len, rank_parts))
+        repeats = list(map(query_counts.__getitem__, held_terms))
+        if max(repeats) > 1:  # a term the query holds twice counts twice
+            weights = weights * np.repeat(np.array(repeats, dtype=np.float64), lengths)
+        size = len(self._ids)
+        scores = np.bincount(postings, weights=weights, minlength=size)
+        top = scores.nonzero()[0]  # ascending rank: (locator, id) order
+        if len(top) > 2 * limit:  # keep the scores at or above the limit-th best (ties all stay in)
+            cut = len(top) - limit
+            top_scores = scores[top]
+            top = top[top_scores >= np.partition(top_scores, cut)[cut]]
+        # Best score first, then rank: equal scores keep (locator, id) order.
+        top = top[np.lexsort((top, -scores[top]))[:limit]]
+        count = len(top)
+        hit_scores = scores[top].tolist()
+        hit_slots = self._tiebreak()[1][top].tolist()
+        # Coverage: OR the bits of every posting into its item (of only those that land on a hit
+        # when there are many postings).
+        posting_bits = np.repeat(
+            np.array(list(map(term_bits.__getitem__, held_terms)), dtype=np.uint64), lengths
         )
-        coverage: dict[object, tuple[tuple[str, ...], float]] = {}
-        for slot, mask, key in zip(top_slots, mask_of, keys, strict=True):
-            if key not in coverage:
-                matched = self._decode(mask, kept, words, ids[slot])
-                coverage[key] = (matched, len(matched) / len(kept))
-        return [
-            _new_hit(BM25Hit, (ids[slot], score, locators[slot], *coverage[key]))
-            for slot, score, key in zip(top_slots, top_scores, keys, strict=True)
-        ]
+        if len(postings) <= _FEW_POSTINGS:
+            masks = np.zeros(size, dtype=np.uint64)
+            np.bitwise_or.at(masks, postings, posting_bits)
+            masks = masks[top]
+        else:
+            row_of = np.full(size, -1, dtype=np.int64)
+            row_of[top] = np.arange(count)
+            rows = row_of[postings]
+            held = rows >= 0
+            masks = np.zeros(count, dtype=np.uint64)
+            np.bitwise_or.at(masks, rows[held], posting_bits[held])
+        mask_of = masks.tolist()
+        hit_ids = list(map(self._ids.__getitem__, hit_slots))
+        hit_locators = list(map(self._locators.__getitem__, hit_slots))
+        total = len(kept)
+        if total < _BITS:
+            # Hits share masks: decode each distinct one once.
+            words_of: dict[int, tuple[str, ...]] = {}
+            share_of: dict[int, float] = {}
+            for mask in dict.fromkeys(mask_of):
+                matched = []
+                rest = mask
+                while rest:  # one step per matched word, lowest bit first (the query's word order)
+                    low = rest & -rest
+                    matched.append(kept[low.bit_length() - 1])
+                    rest ^= low
+                words_of[mask] = tuple(matched)
+                share_of[mask] = len(matched) / total
+            hit_words = list(map(words_of.__getitem__, mask_of))
+            shares = list(map(share_of.__getitem__, mask_of))
+        else:  # words past the 63rd share a bit: they are looked up in the item itself
+            hit_words = [
+                self._decode(mask, kept, words, doc_id) for mask, doc_id in zip(mask_of, hit_ids, strict=True)
+            ]
+            shares = [len(matched) / total for matched in hit_words]
+        return list(
+            map(
+                _new_hit,
+                repeat(BM25Hit),
+                zip(hit_ids, hit_scores, hit_locators, hit_words, shares, strict=True),
+            )
+        )
 
     def _decode(
         self, mask: int, kept: list[str], words: list[tuple[str, list[str]]], doc_id: str

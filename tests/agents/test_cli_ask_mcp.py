@@ -77,7 +77,7 @@ def test_an_mcp_client_lists_the_tools_and_calls_retrieve_context(isolated_env: 
         errlog = isolated_env / "mcp-server.log"  # the server's stderr (pytest owns sys.stderr)
         async with stdio_mcp_client(data, actor="alice", cwd=isolated_env, errlog=errlog) as client:
             tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-            assert {"retrieve_context", "retrieve_memory", "delegate_research", "create_note"} <= set(tools)
+            assert {"retrieve_context", "retrieve_memory", "delegate_research", "memory"} == set(tools)
             assert "web_research" not in tools
             assert "actor" not in json.dumps(tools["retrieve_context"].input_schema)
             result = await client.call_tool("retrieve_context", {"query": "reciprocal rank fusion"})

@@ -11,7 +11,7 @@ import anyio
 import pytest
 from simone.agents import Runtime
 from simone.providers.testing import LoopbackWeb
-from simone.runtime import PROVIDER_FACTORIES, ProviderNotConfigured, Settings
+from simone.runtime import PROVIDER_FACTORIES, NotFound, ProviderNotConfigured, Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "composing.md"
@@ -23,7 +23,7 @@ def _blocks() -> list[str]:
 
 def _namespace() -> dict[str, Any]:
     blocks = _blocks()
-    assert len(blocks) >= 4
+    assert len(blocks) >= 5
     namespace: dict[str, Any] = {"__name__": "composing_docs"}
     for block in blocks:
         exec(compile(block, str(DOC), "exec"), namespace)
@@ -81,6 +81,34 @@ def test_workflow_chaining_retrieval_and_research(web_settings: Settings, loopba
                 await ns["brief"](runtime, runtime.admit({"actor": "alice"}), "anything at all")
 
     anyio.run(main)
+
+
+def test_memory_from_python(isolated_env: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ns = _namespace()
+    settings = Settings(data_dir=isolated_env / "data")
+    anyio.run(ns["remember"], settings)
+    out = capsys.readouterr().out.splitlines()
+    found = [line for line in out if line.startswith("found ")]
+    assert sorted(found) == [
+        "found note Deploys happen on Tuesdays",
+        "found todo Renew the deploy certificate",
+    ]
+    assert "todo completed completed True" in out
+    status, locators = out[-1].split(" ", 1)
+    assert status == "complete" and "memory:note/" in locators
+
+    async def as_bob() -> None:  # what the page says of another actor
+        async with Runtime.open(settings, documents=False, web=False) as runtime:
+            alice, bob = runtime.admit({"actor": "alice", "project": "acme"}), runtime.admit({"actor": "bob"})
+            todos = await runtime.memory.search_records(alice, ns["SearchQuery"](text="certificate"))
+            assert not await runtime.memory.search_records(bob, ns["SearchQuery"](text="deploy"))
+            with pytest.raises(NotFound):
+                await runtime.memory.complete(bob, todos[0].record.id)
+        async with Runtime.open(settings, documents=False, memory=False, web=False) as runtime:
+            with pytest.raises(ProviderNotConfigured, match="memory is not open"):
+                runtime.memory  # noqa: B018 - the property raises
+
+    anyio.run(as_bob)
 
 
 def test_the_examples_pass_mypy_strict_as_a_user_script(tmp_path: Path) -> None:

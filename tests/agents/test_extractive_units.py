@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from simone.agents import EvidenceLedger, ExtractiveModel, Runtime, finalize, render_evidence
-from simone.agents._synthesis import split_units
+from simone.agents._synthesis import asks_about_own, split_units
 from simone.providers.documents import DOCUMENT_INDEX
 from simone.providers.memory import MEMORY_STORE, NoteCreate
 from simone.runtime import EMBEDDING_CHAIN, EmbeddingSettings, Evidence, Settings, TrustedContext
@@ -188,6 +188,26 @@ def test_own_memory_outranks_a_document_that_also_answers_and_the_reason_says_wh
     words, candidates = model._candidates("What timeout does our gateway use?", ledger.numbered())
     reasons = model._select(words, candidates).reasons
     assert reasons[0].startswith("[1] sentence from memory · memory:note/note-1: own memory, covers 2/")
+
+
+def test_a_question_about_our_facts_is_answered_from_own_memory_even_when_a_document_covers_more() -> None:
+    # the document covers every word ("uses"), the note two of three: only "our" makes the note lead
+    doc = _doc("The HTTP client of the library uses a gateway timeout of 10 s by default.")
+    note = _note("Gateway timeout is 30 s", ["actor"])
+    ledger = EvidenceLedger()
+    ledger.add([doc, note])
+    lead = ExtractiveModel(max_sentences=1).compose
+    ours, citations, _ = lead("What timeout does our gateway use?", ledger.numbered())
+    assert "30 s" in ours and citations[0].provider == "memory"
+    theirs, _, _ = lead("What timeout does the gateway use?", ledger.numbered())
+    assert "10 s" in theirs  # no first-person cue: the document that covers more leads
+    for question in (
+        "Welches Timeout nutzt unser Gateway?",
+        "我们的网关超时是多少？",
+        "Where is my gateway timeout?",
+    ):
+        assert asks_about_own(question), question
+    assert not asks_about_own("How do I set the gateway timeout?")
 
 
 def test_units_and_answers_in_other_languages() -> None:

@@ -72,3 +72,23 @@ def test_drop_runs_alone_and_handbook_excludes_docs(
     assert "there is no index at" in capsys.readouterr().err
     assert main(["ask", "--handbook", "--docs", str(isolated_env), QUESTION]) == 1
     assert "give one" in capsys.readouterr().err
+
+
+def test_the_handbook_answers_when_the_users_locators_map_only_their_own_folder(
+    isolated_env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a team's locator_base maps the user's docs root; the handbook lives in the package, outside it
+    root = isolated_env / "team-docs"
+    root.mkdir()
+    monkeypatch.setenv("SIMONE_DATA_DIR", str(isolated_env / "data"))
+    monkeypatch.setenv("SIMONE_INDEX__LOCATOR_BASE", str(root))
+    assert main(["ask", QUESTION, "--json"]) == 0
+    answer = _json(capsys)
+    assert any("retrieval.md" in c["locator"] for c in answer["citations"])  # type: ignore[index, union-attr]
+    # the user's own folder is still stored under the mapped, root-relative locators
+    (root / "gateway.md").write_text("# Gateway\n\nOur gateway timeout is 30 s for every route.\n")
+    assert main(["index", str(root)]) == 0
+    capsys.readouterr()
+    assert main(["search", "gateway timeout", "--json"]) == 0
+    locators = [item["locator"] for item in _json(capsys)["evidence"]]  # type: ignore[union-attr]
+    assert locators and all(str(isolated_env) not in loc for loc in locators), locators

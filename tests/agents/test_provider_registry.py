@@ -157,28 +157,29 @@ def test_an_invalid_section_names_its_key(glossary: object, isolated_env: Path) 
 
 
 def test_the_registry_keys_factories_by_section() -> None:
-    assert PROVIDER_FACTORIES.sections()[:3] == ["index", "memory", "web"]
+    assert PROVIDER_FACTORIES.sections()[:4] == ["index", "memory", "rerank", "web"]
     registry = ProviderRegistry(builtin_factories())
     with pytest.raises(ConfigError, match="already registered"):
         registry.register(builtin_factories()[1])
     registry.register(GLOSSARY)
-    assert registry.get("glossary") is GLOSSARY and len(registry) == 4
+    assert registry.get("glossary") is GLOSSARY and len(registry) == 5
     registry.unregister("glossary")
-    assert registry.sections() == ["index", "memory", "web"]
+    assert registry.sections() == ["index", "memory", "rerank", "web"]
     # a factory may not claim a built-in section with another model
     clash = ProviderFactory(section="memory", settings=GlossarySettings, open=_open_glossary)
     with pytest.raises(ConfigError, match="built-in section"):
         clash.section_of(load_settings())
 
 
-def test_the_three_builtin_packages_are_discovered_and_registered_like_any_other() -> None:
+def test_the_builtin_packages_are_discovered_and_registered_like_any_other() -> None:
     assert discover_provider_packages() == [
         "simone.providers.documents._factory",
         "simone.providers.memory._factory",
+        "simone.providers.rerank._factory",
         "simone.providers.web._factory",
     ]
     sections = [factory.section for factory in builtin_factories()]
-    assert sections == ["index", "memory", "web"]
+    assert sections == ["index", "memory", "rerank", "web"]
     # registered in the default registry through register_provider, the same way as anyone's factory
     assert [PROVIDER_FACTORIES.get(section) for section in sections] == list(builtin_factories())
     # packages without a _factory module (embeddings, testing) are not imported as providers

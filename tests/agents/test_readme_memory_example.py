@@ -39,5 +39,7 @@ def test_the_readme_memory_example_answers_from_the_note(
     assert "added note" in capsys.readouterr().out
     assert main(ask) == 0
     out = capsys.readouterr().out
-    assert "Tuesdays" in out.split("Sources")[0]  # the answer itself holds the note's fact
+    answer = out.split("Sources")[0]
+    assert "Tuesdays" in answer  # the answer itself holds the note's fact
+    assert "tags" not in answer  # ... and not the note's tag line, which labels it
     assert re.search(r"\[1\] Deploys happen on Tuesdays — memory · memory:note/note-", out), out

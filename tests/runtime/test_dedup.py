@@ -89,3 +89,23 @@ def test_near_duplicates_work_without_spaces() -> None:
     text = "東京都の運転免許証の更新は警察署または運転免許センターで行うことができます。" * 3
     assert finder.check("a", "d1", "ja#1", text) is None
     assert finder.check("b", "d2", "ja#2", text + "。") == ("a", "near-duplicate text")
+
+
+def test_chunks_of_one_file_behind_a_repository_url_stay_apart() -> None:
+    # [index] locator_base turns chunk locators into repository URLs; each chunk is its own evidence
+    finder = DuplicateFinder()
+    base = "https://github.com/acme/docs/blob/main/guide.md"
+    assert finder.check("a", "d1", f"{base}#L1-L20", "How to install the tool on a new machine.") is None
+    assert finder.check("b", "d2", f"{base}#L21-L40", "Configuring the gateway timeout and retries.") is None
+    assert finder.check("c", "d3", "https://x.test/r.pdf#page=2", "The second page of the report.") is None
+    assert finder.check("d", "d4", "https://x.test/r.pdf#page=3", "The third page of the report.") is None
+    # the same chunk twice is still one, and a web page's #section still names the same page
+    assert finder.check("e", "d5", f"{base}#L1-L20", "Some other text entirely, as fetched.") == (
+        "a",
+        "same normalised URL",
+    )
+    assert finder.check("f", "d6", "https://blog.test/post", "A post about deploys on Tuesdays.") is None
+    assert finder.check("g", "d7", "https://blog.test/post#comments", "Different text under the post.") == (
+        "f",
+        "same normalised URL",
+    )

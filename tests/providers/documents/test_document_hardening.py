@@ -53,7 +53,7 @@ def test_a_loader_raising_for_one_file_skips_that_file_and_indexes_the_rest(
     tmp_path: Path, tree: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (tree / "scan.pdf").write_bytes(b"%PDF-1.4\n%%EOF\n")
-    monkeypatch.setitem(sys.modules, "pypdf", None)  # PDF support not installed: import raises
+    monkeypatch.setitem(sys.modules, "pdfplumber", None)  # PDF support not installed: import raises
 
     async def go() -> None:
         async with _index(tmp_path / "index") as index:

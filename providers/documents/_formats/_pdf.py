@@ -1,0 +1,405 @@
+"""PDF text, tables and layout through pdfplumber (MIT; pdfminer.six underneath, pure Python).
+
+Each page becomes a section ``## Page N`` (so every chunk's locator can say ``file.pdf#page=N``):
+
+1. **tables** are found from the page's ruling lines (pdfplumber's ``lines`` strategy) and written as
+   pipe tables, rows and cells in reading order; a "table" of one column or one row, or with a
+   "cell" of a dozen lines, is a layout box, not a table (its text is read as text), and a table that
+   holds others gives way to them;
+2. **text** outside the tables is read word by word, grouped into lines and paragraphs;
+3. **columns**: vertical gutters that most lines leave empty make the page two or more columns
+   (:func:`_gutters`); each stretch between full-width lines or tables is read column by column;
+4. **running headers and footers**: a line in the top or bottom margin of a page whose text (digits
+   ignored, so "Page 3 of 9" matches "Page 4 of 9") recurs at that edge on at least half of the
+   pages (two at least) is dropped (:func:`_running_lines`);
+5. a page without any text (a scanned image) is left out and named in a note: run OCR to index it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from io import BytesIO
+from typing import Any
+
+from simone.providers.documents._formats._common import (
+    MAX_CELL_CHARS,
+    Extracted,
+    FormatSkip,
+    cell_text,
+    escape_line,
+    heading,
+    join_blocks,
+    markdown_table,
+    one_line,
+)
+
+EDGE_MARGIN = 0.12
+"""Share of the page height at the top and the bottom where running headers and footers live."""
+
+EDGE_LINES = 2
+"""How many lines from each edge of a page may be running headers or footers."""
+
+GUTTER_MIN_WIDTH = 8.0
+"""Points of empty vertical strip between two columns (a word space is ~3 points)."""
+
+GUTTER_MAX_CROSSING = 0.1
+"""Share of a page's lines that may cross a gutter (titles, full-width lines) and it is still one."""
+
+MAX_CELL_LINES = 12
+"""A ruled "cell" of this many lines or more (or over ``MAX_CELL_CHARS``) is a box around text, not a cell."""
+
+LINE_TOLERANCE = 3.0
+"""Points by which the tops of two words may differ and the words still share a line."""
+
+PARAGRAPH_GAP = 0.6
+"""A vertical gap over this many line heights between two lines starts a new paragraph."""
+
+
+_Word = tuple[float, float, str]
+"""A word's left and right x and its text."""
+
+
+@dataclass(slots=True)
+class _Item:
+    """A line of text (its words) or a table (its Markdown lines), placed on the page."""
+
+    x0: float
+    x1: float
+    top: float
+    bottom: float
+    lines: list[str]
+    words: list[_Word]
+    table: bool = False
+    side: int = -1
+    """The column (0 the leftmost) once the page is split into columns; ``-1``: across them."""
+
+
+def read_pdf(data: bytes) -> Extracted:
+    """A PDF (see the module docstring).
+
+    Raises:
+        FormatSkip: encrypted, damaged, or without any text layer.
+    """
+    import pdfplumber
+    from pdfminer.pdfdocument import PDFEncryptionError, PDFPasswordIncorrect
+
+    encrypted = (PDFPasswordIncorrect, PDFEncryptionError)
+    try:
+        pdf = pdfplumber.open(BytesIO(data))
+    except Exception as exc:
+        cause = exc.args[0] if exc.args else None  # pdfplumber wraps pdfminer's errors
+        if isinstance(exc, encrypted) or isinstance(cause, encrypted):
+            raise FormatSkip("encrypted PDF (a password is needed)") from exc
+        raise FormatSkip(f"PDF could not be read: {type(exc).__name__}: {exc}") from exc
+    with pdf:
+        try:
+            pages = [_page_items(page) for page in pdf.pages]
+            meta = pdf.metadata.get("Title") if isinstance(pdf.metadata, dict) else None
+        except Exception as exc:
+            cause = exc.args[0] if exc.args else None
+            if isinstance(exc, encrypted) or isinstance(cause, encrypted):
+                raise FormatSkip("encrypted PDF (a password is needed)") from exc
+            raise FormatSkip(f"PDF could not be read: {type(exc).__name__}: {exc}") from exc
+    running = _running_lines(pages)
+    blocks: list[str] = []
+    empty: list[int] = []
+    first_line = ""
+    for number, (items, height) in enumerate(pages, start=1):
+        kept = [item for item in items if not (item.table is False and _is_running(item, height, running))]
+        page_blocks = _page_blocks(kept)
+        if not page_blocks:
+            if not items:
+                empty.append(number)
+            continue
+        first_line = first_line or next((i.lines[0] for i in kept if not i.table and i.lines), "")
+        blocks += [heading(2, f"Page {number}"), *page_blocks]
+    if not pages:
+        raise FormatSkip("PDF without pages")
+    if not blocks:
+        raise FormatSkip(
+            f"PDF has no text layer ({len(pages)} page(s), likely scanned images); run OCR to index it"
+        )
+    notes = [f"{len(pages)} page(s)"]
+    if empty:
+        shown = ", ".join(str(n) for n in empty[:20]) + (" …" if len(empty) > 20 else "")
+        notes.append(f"page(s) {shown} skipped: no text layer (scanned images?); run OCR to index them")
+    title = one_line(_text(meta)) or one_line(first_line)[:120].lstrip("\\") or None
+    return Extracted(title=title, text=join_blocks(blocks), notes=tuple(notes))
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bytes):
+        try:
+            return (
+                value.decode("utf-16")
+                if value.startswith((b"\xfe\xff", b"\xff\xfe"))
+                else value.decode("latin-1")
+            )
+        except UnicodeDecodeError:
+            return ""
+    return value if isinstance(value, str) else ""
+
+
+def _page_items(page: Any) -> tuple[list[_Item], float]:
+    """The page's tables and text lines, placed; and the page height."""
+    items: list[_Item] = []
+    boxes: list[tuple[float, float, float, float]] = []
+    for table in _tables(page):
+        cells = table.extract()
+        if any(_box_not_cell(cell) for row in cells for cell in row):
+            continue  # a ruled box around running text or an unruled table: read as text lines
+        rows = markdown_table([[cell_text(cell) for cell in row] for row in cells])
+        if rows:
+            x0, top, x1, bottom = table.bbox
+            items.append(_Item(x0, x1, top, bottom, rows, [], table=True))
+            boxes.append(table.bbox)
+    seen: set[tuple[Any, ...]] = set()
+
+    def keep(obj: dict[str, Any]) -> bool:
+        """Characters outside the tables, each once (bold is often drawn as the same glyph twice)."""
+        if obj.get("object_type") != "char":
+            return True
+        key = (obj["text"], round(obj["x0"]), round(obj["top"]))
+        if key in seen:
+            return False
+        seen.add(key)
+        cx, cy = (obj["x0"] + obj["x1"]) / 2, (obj["top"] + obj["bottom"]) / 2
+        return not any(x0 <= cx <= x1 and top <= cy <= bottom for x0, top, x1, bottom in boxes)
+
+    text_page = page.filter(keep)
+    words = text_page.extract_words(keep_blank_chars=False, use_text_flow=False, extra_attrs=[])
+    items += _lines(words)
+    return items, float(page.height)
+
+
+def _box_not_cell(cell: str | None) -> bool:
+    """Whether a "cell" holds more text than a table cell does: then the table is a layout box."""
+    return cell is not None and (cell.count("\n") >= MAX_CELL_LINES or len(cell) > MAX_CELL_CHARS)
+
+
+def _tables(page: Any) -> list[Any]:
+    found = [
+        table
+        for table in page.find_tables()
+        if len(table.rows) >= 2 and max((len(row.cells) for row in table.rows), default=0) >= 2
+    ]
+
+    def inside(inner: Any, outer: Any) -> bool:
+        a, b = inner.bbox, outer.bbox
+        return (
+            inner is not outer
+            and a[0] >= b[0] - 1
+            and a[1] >= b[1] - 1
+            and a[2] <= b[2] + 1
+            and a[3] <= b[3] + 1
+        )
+
+    return [table for table in found if not any(inside(other, table) for other in found)]
+
+
+def _lines(words: Sequence[dict[str, Any]]) -> list[_Item]:
+    """Words grouped into lines: tops within a few points of the line's first word, then left to right."""
+    groups: list[list[dict[str, Any]]] = []
+    for word in sorted(words, key=lambda w: (float(w["top"]), float(w["x0"]))):
+        first = groups[-1][0] if groups else None
+        if first is not None and float(word["top"]) - float(first["top"]) <= LINE_TOLERANCE:
+            groups[-1].append(word)
+        else:
+            groups.append([word])
+    lines: list[_Item] = []
+    for group in groups:
+        group.sort(key=lambda w: float(w["x0"]))
+        placed = [(float(w["x0"]), float(w["x1"]), str(w["text"])) for w in group]
+        lines.append(
+            _Item(
+                placed[0][0],
+                max(x1 for _, x1, _ in placed),
+                min(float(w["top"]) for w in group),
+                max(float(w["bottom"]) for w in group),
+                [" ".join(text for _, _, text in placed)],
+                placed,
+            )
+        )
+    return lines
+
+
+def _gutters(items: list[_Item]) -> list[float]:
+    """The x of each gutter between text columns on the page (see the module docstring); ``[]`` for one.
+
+    A gutter is a vertical strip at least :data:`GUTTER_MIN_WIDTH` wide, away from the text's outer
+    edges, that at most :data:`GUTTER_MAX_CROSSING` of the lines cross. The columns it makes must each
+    hold a fifth of the lines and read like prose (a median of three words or more per line piece):
+    an unruled table has gutters too, but it is read row by row.
+    """
+    texts = [item for item in items if not item.table]
+    if len(texts) < 6:
+        return []
+    left = min(item.x0 for item in texts)
+    width = max(item.x1 for item in texts) - left
+    if width < 4 * GUTTER_MIN_WIDTH:
+        return []
+    bins = [0] * (int(width) + 2)
+    for item in texts:
+        covered: set[int] = set()
+        for x0, x1, _ in item.words:
+            covered.update(range(int(x0 - left), min(len(bins), int(math.ceil(x1 - left)))))
+        for x in covered:
+            bins[x] += 1
+    allowed = GUTTER_MAX_CROSSING * len(texts)
+    runs: list[tuple[int, int]] = []
+    start: int | None = None
+    for x, count in enumerate([*bins, len(texts) + 1]):
+        if count <= allowed and 0.15 * width <= x <= 0.85 * width:
+            start = x if start is None else start
+            continue
+        if start is not None and x - start >= GUTTER_MIN_WIDTH:
+            runs.append((start, x))
+        start = None
+    candidates = [left + (a + b) / 2 for a, b in runs]
+    for gutters in (candidates, *([g] for g in sorted(candidates, key=lambda g: -_run_width(runs, g, left)))):
+        if gutters and _columns_hold(texts, gutters):
+            return gutters
+    return []
+
+
+def _run_width(runs: list[tuple[int, int]], gutter: float, left: float) -> float:
+    return next(b - a for a, b in runs if left + (a + b) / 2 == gutter)
+
+
+def _columns_hold(texts: list[_Item], gutters: list[float]) -> bool:
+    words_per_piece: list[list[int]] = [[] for _ in range(len(gutters) + 1)]
+    for item in texts:
+        columns = Counter(_column(word, gutters) for word in item.words)
+        for column, count in columns.items():
+            if column >= 0:
+                words_per_piece[column].append(count)
+    return all(
+        len(counts) >= 0.2 * len(texts) and sorted(counts)[len(counts) // 2] >= 3
+        for counts in words_per_piece
+    )
+
+
+def _column(word: _Word, gutters: list[float]) -> int:
+    """The column a word is in, or ``-1`` when it crosses a gutter."""
+    for index, gutter in enumerate(gutters):
+        if word[0] < gutter < word[1]:
+            return -1
+        if word[1] <= gutter:
+            return index
+    return len(gutters)
+
+
+def _split(item: _Item, gutters: list[float]) -> list[_Item]:
+    """A line cut at the gutters into one piece per column (whole when a word crosses a gutter)."""
+    if item.table:
+        ends = {
+            _column((item.x0, item.x0 + 0.01, ""), gutters),
+            _column((item.x1 - 0.01, item.x1, ""), gutters),
+        }
+        item.side = ends.pop() if len(ends) == 1 else -1
+        return [item]
+    columns = [_column(word, gutters) for word in item.words]
+    if -1 in columns:
+        item.side = -1
+        return [item]
+    pieces = []
+    for column in sorted(set(columns)):
+        words = [word for word, at in zip(item.words, columns, strict=True) if at == column]
+        text = " ".join(text for _, _, text in words)
+        pieces.append(_Item(words[0][0], words[-1][1], item.top, item.bottom, [text], words, side=column))
+    return pieces
+
+
+def _reading_order(items: list[_Item]) -> list[_Item]:
+    """Items top to bottom; in columns, each stretch between full-width items column by column."""
+    items = sorted(items, key=lambda item: (item.top, item.x0))
+    gutters = _gutters(items)
+    if not gutters:
+        return items
+    out: list[_Item] = []
+    stretch: list[_Item] = []
+
+    def flush() -> None:
+        out.extend(sorted(stretch, key=lambda i: (i.side, i.top, i.x0)))
+        stretch.clear()
+
+    for item in (piece for line in items for piece in _split(line, gutters)):
+        if item.side == -1:
+            flush()
+            out.append(item)
+        else:
+            stretch.append(item)
+    flush()
+    return out
+
+
+def _page_blocks(items: list[_Item]) -> list[str]:
+    """Paragraphs and tables of one page, in reading order."""
+    blocks: list[str] = []
+    paragraph: list[str] = []
+    previous: _Item | None = None
+    for item in _reading_order(items):
+        if item.table:
+            if paragraph:
+                blocks.append("\n".join(paragraph))
+                paragraph = []
+            blocks.append("\n".join(item.lines))
+            previous = None
+            continue
+        height = max(item.bottom - item.top, 1.0)
+        if (
+            previous is not None
+            and paragraph
+            and (
+                item.side != previous.side
+                or item.top - previous.bottom > PARAGRAPH_GAP * height
+                or item.top < previous.top
+            )
+        ):
+            blocks.append("\n".join(paragraph))
+            paragraph = []
+        paragraph.append(escape_line(item.lines[0]))
+        previous = item
+    if paragraph:
+        blocks.append("\n".join(paragraph))
+    return blocks
+
+
+_DIGITS = re.compile(r"\d+")
+
+
+def _edge_key(text: str) -> str:
+    """A line as compared across pages: digits dropped (page numbers), case and spacing ignored."""
+    return " ".join(_DIGITS.sub(" ", text.lower()).split())
+
+
+def _edge_lines(items: list[_Item], height: float) -> list[tuple[str, str]]:
+    lines = sorted((item for item in items if not item.table), key=lambda item: item.top)
+    top = [("top", _edge_key(i.lines[0])) for i in lines[:EDGE_LINES] if i.bottom <= EDGE_MARGIN * height]
+    bottom = [
+        ("bottom", _edge_key(i.lines[0])) for i in lines[-EDGE_LINES:] if i.top >= (1 - EDGE_MARGIN) * height
+    ]
+    return top + bottom
+
+
+def _running_lines(pages: list[tuple[list[_Item], float]]) -> set[tuple[str, str]]:
+    """``(edge, key)`` of the lines that recur at a page edge (see the module docstring)."""
+    with_text = [page for page in pages if page[0]]
+    if len(with_text) < 2:
+        return set()
+    counts = Counter(key for items, height in with_text for key in set(_edge_lines(items, height)))
+    needed = max(2, math.ceil(0.5 * len(with_text)))
+    return {key for key, count in counts.items() if count >= needed}
+
+
+def _is_running(item: _Item, height: float, running: set[tuple[str, str]]) -> bool:
+    if not running:
+        return False
+    key = _edge_key(item.lines[0])
+    if item.bottom <= EDGE_MARGIN * height and ("top", key) in running:
+        return True
+    return item.top >= (1 - EDGE_MARGIN) * height and ("bottom", key) in running
