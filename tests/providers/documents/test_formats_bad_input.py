@@ -19,7 +19,9 @@ import openpyxl
 import pptx
 import pytest
 from fpdf import FPDF
-from simone.providers.documents._loaders import LoadedDocument, SkippedFile, SourceFile, classify, load_file
+from simone.providers.documents._loaders import LoadedDocument, SkippedFile
+
+from tests.providers.documents.formats_support import load_path
 
 
 def _sibling(name: str) -> ModuleType:
@@ -72,13 +74,6 @@ def _epub(tmp_path: Path) -> bytes:
     return _sibling("test_formats_text")._epub(tmp_path / "book.epub").read_bytes()  # type: ignore[no-any-return]
 
 
-def _load(path: Path) -> LoadedDocument | SkippedFile:
-    kind = classify(path)
-    assert kind is not None
-    source = SourceFile(path=path, root=path.parent, kind=kind[0], language=kind[1], size=path.stat().st_size)
-    return load_file(source, 10_000_000)
-
-
 @pytest.mark.parametrize("suffix", [".docx", ".pptx", ".xlsx", ".pdf", ".epub", ".odt", ".ods"])
 def test_cut_and_flipped_containers_are_skipped_never_raised(tmp_path: Path, suffix: str) -> None:
     builders = {".docx": _docx, ".pptx": _pptx, ".xlsx": _xlsx, ".pdf": _pdf}
@@ -94,7 +89,7 @@ def test_cut_and_flipped_containers_are_skipped_never_raised(tmp_path: Path, suf
     for number, data in enumerate(variants):
         path = tmp_path / f"damaged-{number}{suffix}"
         path.write_bytes(data)
-        result = _load(path)
+        result = load_path(path)
         assert isinstance(result, (LoadedDocument, SkippedFile)), result
         if isinstance(result, SkippedFile):
             assert result.reason
@@ -113,5 +108,5 @@ def test_text_formats_with_bad_bytes_are_read_or_skipped(tmp_path: Path, suffix:
     for number, data in enumerate(samples):
         path = tmp_path / f"bad-{number}{suffix}"
         path.write_bytes(data)
-        result = _load(path)
+        result = load_path(path)
         assert isinstance(result, (LoadedDocument, SkippedFile)), result

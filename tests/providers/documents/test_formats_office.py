@@ -8,39 +8,13 @@ from __future__ import annotations
 
 import zipfile
 from pathlib import Path
-from typing import Any
 
-import anyio
 import docx
 import pptx
 from pptx.util import Inches
-from simone.providers.documents import DocumentIndex, DocumentIndexProvider, DocumentStore, IndexReport
-from simone.providers.documents._loaders import LoadedDocument, SourceFile, classify, load_file
-from simone.providers.testing import HashEmbedder
-from simone.runtime import EmbeddingChain, Evidence, IndexSettings, Router, SearchMode, TrustedContext
+from simone.providers.documents._loaders import LoadedDocument
 
-CONTEXT = TrustedContext(actor="tester")
-
-
-def _search(tmp_path: Path, folder: Path, query: str) -> tuple[IndexReport, list[Evidence]]:
-    async def go() -> tuple[IndexReport, list[Evidence]]:
-        index = DocumentIndex(
-            DocumentStore(tmp_path / "index"), EmbeddingChain([HashEmbedder(32)]), settings=IndexSettings()
-        )
-        async with index:
-            report = await index.index_paths([folder])
-            request = Router([]).request(query, mode=SearchMode.LEXICAL)
-            outcome: Any = await DocumentIndexProvider(index).retrieve(request, CONTEXT)
-            return report, list(outcome.evidence)
-
-    return anyio.run(go)
-
-
-def _load(path: Path) -> Any:
-    kind = classify(path)
-    assert kind is not None
-    source = SourceFile(path=path, root=path.parent, kind=kind[0], language=kind[1], size=path.stat().st_size)
-    return load_file(source, 10_000_000)
+from tests.providers.documents.formats_support import load_path, search_folder
 
 
 def _handbook_docx(path: Path) -> Path:
@@ -71,7 +45,7 @@ def _handbook_docx(path: Path) -> Path:
 
 
 def test_docx_headings_lists_tables_headers_and_comments(tmp_path: Path) -> None:
-    doc = _load(_handbook_docx(tmp_path / "handbook.docx"))
+    doc = load_path(_handbook_docx(tmp_path / "handbook.docx"))
     assert isinstance(doc, LoadedDocument), doc
     assert doc.kind == "docx" and doc.title == "Employee handbook"
     text = doc.text
@@ -86,13 +60,13 @@ def test_docx_is_searched_with_its_heading_path_and_table_header(tmp_path: Path)
     docs = tmp_path / "docs"
     docs.mkdir()
     _handbook_docx(docs / "handbook.docx")
-    report, evidence = _search(tmp_path, docs, "senior travel allowance")
+    report, evidence = search_folder(tmp_path, docs, "senior travel allowance")
     assert report.files_indexed == 1, report.skipped
     top = evidence[0]
     assert top.title == "Employee handbook — Allowances"
     assert "| Grade | Travel | Meals |" in top.content and "| Senior | 400 EUR | 25 EUR |" in top.content
     assert top.locator.split("#")[0].endswith("handbook.docx")
-    _, holidays = _search(tmp_path / "again", docs, "unused days expire March")
+    _, holidays = search_folder(tmp_path / "again", docs, "unused days expire March")
     assert holidays[0].title == "Employee handbook — Carry-over rules"
 
 
@@ -120,7 +94,7 @@ def _deck(path: Path) -> Path:
 
 
 def test_pptx_slides_are_sections_with_tables_and_speaker_notes(tmp_path: Path) -> None:
-    doc = _load(_deck(tmp_path / "review.pptx"))
+    doc = load_path(_deck(tmp_path / "review.pptx"))
     assert isinstance(doc, LoadedDocument), doc
     assert doc.kind == "pptx" and doc.title == "Quarterly review"
     assert "## Slide 1: Revenue" in doc.text and "## Slide 2: Headcount" in doc.text
@@ -130,11 +104,11 @@ def test_pptx_slides_are_sections_with_tables_and_speaker_notes(tmp_path: Path) 
     docs = tmp_path / "docs"
     docs.mkdir()
     _deck(docs / "review.pptx")
-    _, evidence = _search(tmp_path, docs, "engineering people")
+    _, evidence = search_folder(tmp_path, docs, "engineering people")
     top = evidence[0]
     assert top.locator.endswith("review.pptx#slide=2"), top.locator
     assert "| Team | People |\n| --- | --- |" in top.content and "| Engineering | 31 |" in top.content
-    _, notes = _search(tmp_path / "again", docs, "Oslo office")
+    _, notes = search_folder(tmp_path / "again", docs, "Oslo office")
     assert notes[0].locator.endswith("review.pptx#slide=1")
 
 
@@ -165,7 +139,7 @@ def test_odt_headings_lists_tables_and_comments(tmp_path: Path) -> None:
     with zipfile.ZipFile(path, "w") as archive:
         archive.writestr("mimetype", "application/vnd.oasis.opendocument.text")
         archive.writestr("content.xml", _ODT_CONTENT)
-    doc = _load(path)
+    doc = load_path(path)
     assert isinstance(doc, LoadedDocument), doc
     assert doc.kind == "odt" and doc.title == "Field guide"
     assert "# Field guide\n\nBirds of the northern coast.\n\n## Gulls" in doc.text
@@ -185,7 +159,7 @@ def test_broken_office_files_are_skipped_with_reasons_and_the_rest_indexed(tmp_p
     empty_deck = pptx.Presentation()
     empty_deck.save(str(docs / "blank.pptx"))
     _handbook_docx(docs / "handbook.docx")
-    report, evidence = _search(tmp_path, docs, "paid leave")
+    report, evidence = search_folder(tmp_path, docs, "paid leave")
     reasons = {skip.path: skip.reason for skip in report.skipped}
     assert "not a readable zip container" in reasons["corrupt.docx"]
     assert reasons["locked.docx"].startswith("encrypted DOCX (a password is needed)")

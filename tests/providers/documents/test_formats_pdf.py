@@ -7,18 +7,14 @@ searched through the document-index provider.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-import anyio
 import pytest
 from fpdf import FPDF
-from simone.providers.documents import DocumentIndex, DocumentIndexProvider, DocumentStore, IndexReport
 from simone.providers.documents._formats._common import FormatSkip
 from simone.providers.documents._formats._pdf import read_pdf
-from simone.providers.testing import HashEmbedder
-from simone.runtime import EmbeddingChain, Evidence, IndexSettings, Router, SearchMode, TrustedContext
 
-CONTEXT = TrustedContext(actor="tester")
+from tests.providers.documents.formats_support import search_folder
+
 PRICES = [
     ("SKU", "Product", "Price"),
     ("A-100", "Blue widget", "4.50 EUR"),
@@ -71,25 +67,11 @@ def _handbook(path: Path, *, blank_page: bool = False) -> Path:
     return path
 
 
-def _search(tmp_path: Path, folder: Path, query: str) -> tuple[IndexReport, list[Evidence]]:
-    async def go() -> tuple[IndexReport, list[Evidence]]:
-        index = DocumentIndex(
-            DocumentStore(tmp_path / "index"), EmbeddingChain([HashEmbedder(32)]), settings=IndexSettings()
-        )
-        async with index:
-            report = await index.index_paths([folder])
-            request = Router([]).request(query, mode=SearchMode.LEXICAL)
-            outcome: Any = await DocumentIndexProvider(index).retrieve(request, CONTEXT)
-            return report, list(outcome.evidence)
-
-    return anyio.run(go)
-
-
 def test_a_pdf_table_is_a_table_and_its_chunk_says_its_page(tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
     _handbook(docs / "prices.pdf")
-    report, evidence = _search(tmp_path, docs, "Red gadget price")
+    report, evidence = search_folder(tmp_path, docs, "Red gadget price")
     assert report.files_indexed == 1, report.skipped
     top = evidence[0]
     assert top.locator.endswith("prices.pdf#page=1"), top.locator
@@ -98,7 +80,7 @@ def test_a_pdf_table_is_a_table_and_its_chunk_says_its_page(tmp_path: Path) -> N
     rows = [line for line in top.content.split("\n") if line.startswith("| ") and "---" not in line]
     assert rows == ["| " + " | ".join(values) + " |" for values in PRICES]
 
-    _, later = _search(tmp_path / "again", docs, "returns thirty days")
+    _, later = search_folder(tmp_path / "again", docs, "returns thirty days")
     assert later[0].locator.endswith("prices.pdf#page=3"), later[0].locator
 
 
@@ -130,7 +112,7 @@ def test_a_pdf_of_scans_only_and_a_broken_pdf_are_skipped_with_reasons(tmp_path:
     (docs / "broken.pdf").write_bytes(b"%PDF-1.4\n1 0 obj << /Type /Catalog\n")
     (docs / "zero.pdf").write_bytes(b"")
     (docs / "note.md").write_text("# Note\n\nA real note about apples.\n")
-    report, evidence = _search(tmp_path, docs, "apples")
+    report, evidence = search_folder(tmp_path, docs, "apples")
     reasons = {skip.path: skip.reason for skip in report.skipped}
     assert "no text layer (2 page(s)" in reasons["scan.pdf"] and "OCR" in reasons["scan.pdf"]
     assert reasons["broken.pdf"].startswith("PDF could not be read")

@@ -8,39 +8,13 @@ from __future__ import annotations
 
 import zipfile
 from pathlib import Path
-from typing import Any
 
-import anyio
 import openpyxl
 import pytest
-from simone.providers.documents import DocumentIndex, DocumentIndexProvider, DocumentStore, IndexReport
 from simone.providers.documents._formats import _common
-from simone.providers.documents._loaders import LoadedDocument, SourceFile, classify, load_file
-from simone.providers.testing import HashEmbedder
-from simone.runtime import EmbeddingChain, Evidence, IndexSettings, Router, SearchMode, TrustedContext
+from simone.providers.documents._loaders import LoadedDocument
 
-CONTEXT = TrustedContext(actor="tester")
-
-
-def _search(tmp_path: Path, folder: Path, query: str) -> tuple[IndexReport, list[Evidence]]:
-    async def go() -> tuple[IndexReport, list[Evidence]]:
-        index = DocumentIndex(
-            DocumentStore(tmp_path / "index"), EmbeddingChain([HashEmbedder(32)]), settings=IndexSettings()
-        )
-        async with index:
-            report = await index.index_paths([folder])
-            request = Router([]).request(query, mode=SearchMode.LEXICAL)
-            outcome: Any = await DocumentIndexProvider(index).retrieve(request, CONTEXT)
-            return report, list(outcome.evidence)
-
-    return anyio.run(go)
-
-
-def _load(path: Path) -> Any:
-    kind = classify(path)
-    assert kind is not None
-    source = SourceFile(path=path, root=path.parent, kind=kind[0], language=kind[1], size=path.stat().st_size)
-    return load_file(source, 10_000_000)
+from tests.providers.documents.formats_support import load_path, search_folder
 
 
 def _workbook(path: Path) -> Path:
@@ -62,7 +36,7 @@ def _workbook(path: Path) -> Path:
 
 
 def test_xlsx_sheets_are_sections_each_a_table_with_its_header(tmp_path: Path) -> None:
-    doc = _load(_workbook(tmp_path / "stock.xlsx"))
+    doc = load_path(_workbook(tmp_path / "stock.xlsx"))
     assert isinstance(doc, LoadedDocument), doc
     assert doc.kind == "spreadsheet"
     assert (
@@ -80,7 +54,7 @@ def test_xlsx_is_searched_with_its_sheet_and_header(tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
     _workbook(docs / "stock.xlsx")
-    report, evidence = _search(tmp_path, docs, "Noor platform team")
+    report, evidence = search_folder(tmp_path, docs, "Noor platform team")
     assert report.files_indexed == 1, report.skipped
     top = evidence[0]
     assert top.title == "stock.xlsx — Sheet: Staff"
@@ -90,7 +64,7 @@ def test_xlsx_is_searched_with_its_sheet_and_header(tmp_path: Path) -> None:
 def test_csv_and_tsv_are_tables_with_their_header(tmp_path: Path) -> None:
     csv_path = tmp_path / "cities.csv"
     csv_path.write_text('city;population;note\nLisbon;545000;"capital; coastal"\nPorto;232000;"two\nlines"\n')
-    doc = _load(csv_path)
+    doc = load_path(csv_path)
     assert isinstance(doc, LoadedDocument), doc
     assert doc.text.split("\n") == [
         "| city | population | note |",
@@ -100,7 +74,7 @@ def test_csv_and_tsv_are_tables_with_their_header(tmp_path: Path) -> None:
     ]
     tsv_path = tmp_path / "codes.tsv"
     tsv_path.write_bytes("code\tmeaning\nE1\tcaf\xe9 closed\n".encode("cp1252"))
-    tsv = _load(tsv_path)
+    tsv = load_path(tsv_path)
     assert isinstance(tsv, LoadedDocument), tsv
     assert "| E1 | café closed |" in tsv.text and any(
         note.startswith("decoded as cp125") for note in tsv.notes
@@ -129,7 +103,7 @@ def test_ods_sheets_with_repeated_empty_cells_stay_small(tmp_path: Path) -> None
     with zipfile.ZipFile(path, "w") as archive:
         archive.writestr("mimetype", "application/vnd.oasis.opendocument.spreadsheet")
         archive.writestr("content.xml", _ODS_CONTENT)
-    doc = _load(path)
+    doc = load_path(path)
     assert isinstance(doc, LoadedDocument), doc
     assert doc.text == "## Sheet: Rooms\n\n| Room | Seats |\n| --- | --- |\n| Aurora | 12 |"
 
@@ -144,7 +118,7 @@ def test_bad_spreadsheets_are_skipped_with_reasons(tmp_path: Path, monkeypatch: 
     with zipfile.ZipFile(docs / "bomb.ods", "w", compression=zipfile.ZIP_DEFLATED) as archive:
         archive.writestr("content.xml", b" " * (1024 * 1024))
     (docs / "ok.csv").write_text("name,role\nIda,editor\n")
-    report, evidence = _search(tmp_path, docs, "Ida editor")
+    report, evidence = search_folder(tmp_path, docs, "Ida editor")
     reasons = {skip.path: skip.reason for skip in report.skipped}
     assert "XLSX" in reasons["broken.xlsx"]
     assert "binary" in reasons["binary.csv"]

@@ -11,37 +11,11 @@ import json
 import zipfile
 from email.message import EmailMessage
 from pathlib import Path
-from typing import Any
 
-import anyio
 import docx
-from simone.providers.documents import DocumentIndex, DocumentIndexProvider, DocumentStore, IndexReport
-from simone.providers.documents._loaders import LoadedDocument, SkippedFile, SourceFile, classify, load_file
-from simone.providers.testing import HashEmbedder
-from simone.runtime import EmbeddingChain, Evidence, IndexSettings, Router, SearchMode, TrustedContext
+from simone.providers.documents._loaders import LoadedDocument, SkippedFile
 
-CONTEXT = TrustedContext(actor="tester")
-
-
-def _search(tmp_path: Path, folder: Path, query: str) -> tuple[IndexReport, list[Evidence]]:
-    async def go() -> tuple[IndexReport, list[Evidence]]:
-        index = DocumentIndex(
-            DocumentStore(tmp_path / "index"), EmbeddingChain([HashEmbedder(32)]), settings=IndexSettings()
-        )
-        async with index:
-            report = await index.index_paths([folder])
-            request = Router([]).request(query, mode=SearchMode.LEXICAL)
-            outcome: Any = await DocumentIndexProvider(index).retrieve(request, CONTEXT)
-            return report, list(outcome.evidence)
-
-    return anyio.run(go)
-
-
-def _load(path: Path) -> Any:
-    kind = classify(path)
-    assert kind is not None
-    source = SourceFile(path=path, root=path.parent, kind=kind[0], language=kind[1], size=path.stat().st_size)
-    return load_file(source, 10_000_000)
+from tests.providers.documents.formats_support import load_path, search_folder
 
 
 def _epub(path: Path) -> Path:
@@ -87,7 +61,7 @@ def _epub(path: Path) -> Path:
 
 
 def test_epub_chapters_are_sections_in_spine_order(tmp_path: Path) -> None:
-    doc = _load(_epub(tmp_path / "sailing.epub"))
+    doc = load_path(_epub(tmp_path / "sailing.epub"))
     assert isinstance(doc, LoadedDocument), doc
     assert doc.kind == "epub" and doc.title == "Sailing basics"
     assert doc.text.startswith(
@@ -101,7 +75,7 @@ def test_epub_chapters_are_sections_in_spine_order(tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
     _epub(docs / "sailing.epub")
-    _, evidence = _search(tmp_path, docs, "moderate breeze force")
+    _, evidence = search_folder(tmp_path, docs, "moderate breeze force")
     assert evidence[0].title == "Sailing basics — Wind"
 
 
@@ -133,7 +107,7 @@ def test_eml_headers_body_and_readable_attachments(tmp_path: Path) -> None:
     )
     path = tmp_path / "failure.eml"
     path.write_bytes(message.as_bytes())
-    doc = _load(path)
+    doc = load_path(path)
     assert isinstance(doc, LoadedDocument), doc
     assert doc.kind == "email" and doc.title == "Backup failure"
     text = doc.text
@@ -150,7 +124,7 @@ def test_eml_headers_body_and_readable_attachments(tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "failure.eml").write_bytes(message.as_bytes())
-    _, evidence = _search(tmp_path, docs, "db-1 failed")
+    _, evidence = search_folder(tmp_path, docs, "db-1 failed")
     assert evidence[0].title == "Backup failure — Attachment: hosts.csv"
 
 
@@ -163,13 +137,13 @@ def test_mbox_messages_are_sections_and_from_quoting_is_undone(tmp_path: Path) -
         raw += b"From ana@example.org Tue Dec  1 10:00:00 2026\n" + body + b"\n"
     path = tmp_path / "inbox.mbox"
     path.write_bytes(raw)
-    doc = _load(path)
+    doc = load_path(path)
     assert isinstance(doc, LoadedDocument), doc
     assert "## Lunch on Friday" in doc.text and "## Parking" in doc.text
     assert "\nFrom now on, every Friday." in doc.text
     bad = tmp_path / "bad.mbox"
     bad.write_bytes(b"no from line here\n")
-    skipped = _load(bad)
+    skipped = load_path(bad)
     assert isinstance(skipped, SkippedFile) and "mbox" in skipped.reason
 
 
@@ -196,14 +170,14 @@ def test_notebook_cells_and_outputs(tmp_path: Path) -> None:
     }  # fmt: skip
     path = tmp_path / "churn.ipynb"
     path.write_text(json.dumps(notebook))
-    doc = _load(path)
+    doc = load_path(path)
     assert isinstance(doc, LoadedDocument), doc
     assert doc.kind == "notebook" and doc.title == "Churn analysis"
     assert "```python\nrate = lost / total\nprint(round(rate, 3))\n```" in doc.text
     assert "```output\n0.042\nZeroDivisionError: division by zero\n```" in doc.text
     assert "## Next steps" in doc.text
     (tmp_path / "broken.ipynb").write_text("{not json")
-    skipped = _load(tmp_path / "broken.ipynb")
+    skipped = load_path(tmp_path / "broken.ipynb")
     assert isinstance(skipped, SkippedFile) and "not valid JSON" in skipped.reason
 
 
@@ -256,7 +230,7 @@ Ask the on-call engineer.
 
 def test_rst_and_asciidoc_keep_their_heading_structure_and_line_numbers(tmp_path: Path) -> None:
     (tmp_path / "release.rst").write_text(RST)
-    rst = _load(tmp_path / "release.rst")
+    rst = load_path(tmp_path / "release.rst")
     assert isinstance(rst, LoadedDocument), rst
     assert rst.kind == "rst" and rst.title == "Release guide"
     lines = rst.text.split("\n")
@@ -266,7 +240,7 @@ def test_rst_and_asciidoc_keep_their_heading_structure_and_line_numbers(tmp_path
     assert lines[11] == "    # not a heading", "code keeps its text, indented out of heading syntax"
 
     (tmp_path / "ops.adoc").write_text(ADOC)
-    adoc = _load(tmp_path / "ops.adoc")
+    adoc = load_path(tmp_path / "ops.adoc")
     assert isinstance(adoc, LoadedDocument), adoc
     assert adoc.kind == "asciidoc" and adoc.title == "Operations manual"
     assert adoc.text.split("\n")[0] == "# Operations manual"
@@ -277,8 +251,8 @@ def test_rst_and_asciidoc_keep_their_heading_structure_and_line_numbers(tmp_path
     docs.mkdir()
     (docs / "release.rst").write_text(RST)
     (docs / "ops.adoc").write_text(ADOC)
-    _, evidence = _search(tmp_path, docs, "tag the commit")
+    _, evidence = search_folder(tmp_path, docs, "tag the commit")
     assert evidence[0].title == "Release guide — Tagging"
     assert evidence[0].locator.endswith("release.rst#L15-L18"), evidence[0].locator
-    _, restores = _search(tmp_path / "again", docs, "on-call engineer restores")
+    _, restores = search_folder(tmp_path / "again", docs, "on-call engineer restores")
     assert restores[0].title == "Operations manual — Restores"
