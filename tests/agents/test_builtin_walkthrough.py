@@ -146,14 +146,16 @@ def test_a_new_builtin_package_is_discovered_opened_routed_and_its_tool_register
     assert discover_provider_packages() == [
         "simone.providers.documents._factory",
         "simone.providers.memory._factory",
+        "simone.providers.rerank._factory",
         "simone.providers.tinyecho._factory",
         "simone.providers.web._factory",
     ]
-    # opened after the three built-ins (its order is the default 100)
+    # opened after the four built-ins (its order is the default 100)
     assert [factory.section for factory in PROVIDER_FACTORIES.ordered()] == [
         "index",
         "memory",
         "web",
+        "rerank",
         "tinyecho",
     ]
     settings = load_settings(providers={"tinyecho": {"words": ["lantern"]}})
