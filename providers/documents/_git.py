@@ -18,6 +18,20 @@ from pathlib import Path
 GIT_TIMEOUT_S = 30.0
 """Seconds one git call may take (a status of a large tree on a slow disk takes a few)."""
 
+_SAFE_CONFIG = (
+    "-c",
+    "core.quotepath=off",
+    # a folder being indexed may hold a repository someone else wrote: its own config must not make
+    # `git status` run a program (core.fsmonitor is a command git runs; so is a diff or filter driver)
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "core.untrackedCache=false",
+    "-c",
+    "diff.external=",
+)
+"""Options every git call runs with."""
+
 
 @dataclass(frozen=True, slots=True)
 class GitTree:
@@ -43,7 +57,7 @@ def _git(folder: str | Path, *args: str) -> str | None:
     env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
     try:
         done = subprocess.run(
-            ["git", "-C", os.fspath(folder), "-c", "core.quotepath=off", *args],
+            ["git", "-C", os.fspath(folder), *_SAFE_CONFIG, *args],
             capture_output=True,
             timeout=GIT_TIMEOUT_S,
             env=env,
