@@ -5,7 +5,9 @@ Each page becomes a section ``## Page N`` (so every chunk's locator can say ``fi
 1. **tables** are found from the page's ruling lines (pdfplumber's ``lines`` strategy) and written as
    pipe tables, rows and cells in reading order; a "table" of one column or one row, or with a
    "cell" of a dozen lines, is a layout box, not a table (its text is read as text), and a table that
-   holds others gives way to them;
+   holds others gives way to them; columns ruled but rows not (:func:`_partly_ruled`) and, on a
+   page without ruled tables, words in aligned columns (:func:`_unruled`) are tables too when they
+   pass :func:`_grid_ok` (prose in columns does not);
 2. **text** outside the tables is read word by word, grouped into lines and paragraphs;
 3. **columns**: vertical gutters that most lines leave empty make the page two or more columns
    (:func:`_gutters`); each stretch between full-width lines or tables is read column by column;
@@ -148,15 +150,19 @@ def _page_items(page: Any) -> tuple[list[_Item], float]:
     """The page's tables and text lines, placed; and the page height."""
     items: list[_Item] = []
     boxes: list[tuple[float, float, float, float]] = []
+    ruled: list[_Grid] = []
     for table in _tables(page):
         cells = table.extract()
         if any(_box_not_cell(cell) for row in cells for cell in row):
             continue  # a ruled box around running text or an unruled table: read as text lines
-        rows = markdown_table([[cell_text(cell) for cell in row] for row in cells])
+        ruled.append(_Grid(tuple(table.bbox), cells, []))
+    found = _partly_ruled(page, ruled) if page.edges else ruled
+    for grid in found or _unruled(page):
+        rows = markdown_table([[cell_text(cell) for cell in row] for row in grid.cells])
         if rows:
-            x0, top, x1, bottom = table.bbox
+            x0, top, x1, bottom = grid.bbox
             items.append(_Item(x0, x1, top, bottom, rows, [], table=True))
-            boxes.append(table.bbox)
+            boxes.append(grid.bbox)
     seen: set[tuple[Any, ...]] = set()
 
     def keep(obj: dict[str, Any]) -> bool:
@@ -199,6 +205,144 @@ def _tables(page: Any) -> list[Any]:
         )
 
     return [table for table in found if not any(inside(other, table) for other in found)]
+
+
+@dataclass(slots=True)
+class _Grid:
+    """A table found on the page: its box and its cells, row by row."""
+
+    bbox: tuple[float, float, float, float]
+    cells: list[list[str | None]]
+    edges: list[float]
+    """The x of each column's left edge."""
+
+    @classmethod
+    def of(cls, table: Any) -> _Grid:
+        """A table found from the words' alignment: its box, cells and column edges.
+
+        Empty rows (the text strategy makes one between each two lines) are dropped, and so are rows
+        of one filled cell at its top and bottom (a title or a caption caught at the table's edge);
+        the box shrinks to the rows kept, so their text is read as text.
+        """
+        rows = [
+            (row.bbox, cells)
+            for row, cells in zip(table.rows, table.extract(), strict=True)
+            if any((cell or "").strip() for cell in cells)
+        ]
+        while rows and sum(1 for cell in rows[0][1] if (cell or "").strip()) < 2:
+            rows.pop(0)
+        while rows and sum(1 for cell in rows[-1][1] if (cell or "").strip()) < 2:
+            rows.pop()
+        edges = sorted({float(cell[0]) for cell in table.cells})
+        if not rows:
+            return cls(tuple(table.bbox), [], edges)
+        box = (
+            min(bbox[0] for bbox, _ in rows),
+            min(bbox[1] for bbox, _ in rows),
+            max(bbox[2] for bbox, _ in rows),
+            max(bbox[3] for bbox, _ in rows),
+        )
+        return cls(box, [cells for _, cells in rows], edges)
+
+
+MIXED_SETTINGS: dict[str, Any] = {
+    "vertical_strategy": "lines",
+    "horizontal_strategy": "text",
+    "snap_tolerance": 8,
+    "intersection_tolerance": 4,
+}
+"""Columns from ruling lines, rows from the text (pdfplumber's ``test_issue_466_mixed_strategy``)."""
+
+TEXT_SETTINGS: dict[str, Any] = {"vertical_strategy": "text", "horizontal_strategy": "text"}
+"""Columns and rows both from the words' alignment (pdfplumber's ``text`` strategy)."""
+
+GRID_MIN_FILLED = 0.6
+"""Share of an unruled table's cells that must hold text."""
+
+GRID_MAX_WORDS = 4
+"""Median words per filled cell above which an unruled "table" is prose cut into columns."""
+
+GRID_MAX_CHARS = 24
+"""Median characters per filled cell above which it is prose too (some PDFs draw no spaces)."""
+
+
+def _overlaps(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def _partly_ruled(page: Any, ruled: list[_Grid]) -> list[_Grid]:
+    """The ruled tables, with tables whose columns are ruled but whose rows are not (see below).
+
+    pdfplumber's mixed strategy (:data:`MIXED_SETTINGS`) finds them. One that overlaps no ruled table
+    is added when it reads as a table (:func:`_grid_ok`); one that overlaps a single ruled table with
+    as many columns replaces it when that table's rows are several rows run together (every cell of
+    such a row holds the same number of lines) and the mixed table holds one line per cell.
+    """
+    out = list(ruled)
+    for table in page.find_tables(MIXED_SETTINGS):
+        grid = _Grid.of(table)
+        if not _grid_ok(page, grid):
+            continue
+        over = [other for other in out if _overlaps(other.bbox, grid.bbox)]
+        if not over:
+            out.append(grid)
+        elif len(over) == 1 and _run_together(over[0], grid):
+            out[out.index(over[0])] = grid
+    return sorted(out, key=lambda grid: (grid.bbox[1], grid.bbox[0]))
+
+
+def _run_together(ruled: _Grid, mixed: _Grid) -> bool:
+    """Whether ``mixed`` splits the rows of ``ruled`` that hold several rows each (see above)."""
+    if _width(ruled.cells) != _width(mixed.cells) or any("\n" in (c or "") for r in mixed.cells for c in r):
+        return False
+    extra = 0
+    for row in ruled.cells:
+        counts = {cell.count("\n") + 1 for cell in row if cell}
+        if len(counts) != 1 or (counts != {1} and any(not cell for cell in row)):
+            return False
+        extra += counts.pop() - 1
+    return extra > 0 and len(mixed.cells) == len(ruled.cells) + extra
+
+
+def _unruled(page: Any) -> list[_Grid]:
+    """Tables without ruling lines, on a page without ruled ones.
+
+    pdfplumber's ``text`` strategy; each kept only when it reads as a table (:func:`_grid_ok`).
+    """
+    grids = [_Grid.of(table) for table in page.find_tables(TEXT_SETTINGS)]
+    return [grid for grid in grids if _grid_ok(page, grid)]
+
+
+def _width(cells: list[list[str | None]]) -> int:
+    return max((len(row) for row in cells), default=0)
+
+
+def _grid_ok(page: Any, grid: _Grid) -> bool:
+    """Whether cells found from the words' alignment are a table and not text cut into columns.
+
+    At least three rows and two columns; :data:`GRID_MIN_FILLED` of the cells hold text, each of
+    one line, with a median of at most :data:`GRID_MAX_WORDS` words and :data:`GRID_MAX_CHARS`
+    characters (columns of prose hold more); and
+    no word of the page crosses a column edge (text that merely lines up by chance is cut mid-word).
+    """
+    cells = grid.cells
+    if len(cells) < 3 or _width(cells) < 2:
+        return False
+    flat = [cell or "" for row in cells for cell in row]
+    filled = [cell for cell in flat if cell.strip()]
+    if len(filled) < GRID_MIN_FILLED * len(flat) or any("\n" in cell for cell in filled):
+        return False
+    middle = len(filled) // 2
+    if sorted(len(cell.split()) for cell in filled)[middle] > GRID_MAX_WORDS:
+        return False
+    if sorted(len(cell) for cell in filled)[middle] > GRID_MAX_CHARS:
+        return False
+    x0, top, x1, bottom = grid.bbox
+    inner = [x for x in grid.edges if x0 + 1 < x < x1 - 1]
+    for word in page.crop(grid.bbox, strict=False).extract_words():
+        if any(float(word["x0"]) + 1 < x < float(word["x1"]) - 1 for x in inner):
+            return False
+    return True
 
 
 def _lines(words: Sequence[dict[str, Any]]) -> list[_Item]:

@@ -151,3 +151,65 @@ def test_a_table_inside_a_layout_box_comes_out_alone(tmp_path: Path) -> None:
     text = read_pdf(path.read_bytes()).text
     assert "| Item | Quantity |" in text and "| Almonds | 560 |" in text
     assert "Order summary" in text
+
+
+STAFF = [
+    ("Name", "Team", "Room"),
+    ("Alice", "Billing", "B12"),
+    ("Bruno", "Support", "C07"),
+    ("Chen", "Research", "A03"),
+    ("Dana", "Legal", "D21"),
+]
+
+
+def test_an_unruled_table_is_a_table(tmp_path: Path) -> None:
+    """Words in aligned columns, no ruling lines at all: pdfplumber's text strategy, checked."""
+    pdf = FPDF()
+    pdf.set_font("helvetica", size=11)
+    pdf.add_page()
+    pdf.set_xy(10, 12)
+    pdf.cell(0, 6, "Who sits where.")
+    for number, values in enumerate(STAFF):
+        for column, value in enumerate(values):
+            pdf.text(20 + 50 * column, 40 + 8 * number, value)
+    path = tmp_path / "staff.pdf"
+    pdf.output(str(path))
+    text = read_pdf(path.read_bytes()).text
+    rows = [line for line in text.split("\n") if line.startswith("| ") and "---" not in line]
+    assert rows == ["| " + " | ".join(values) + " |" for values in STAFF], text
+    assert "Who sits where." in text
+
+
+def test_a_table_with_ruled_columns_only_is_a_table(tmp_path: Path) -> None:
+    """Vertical rules between the columns and none between the rows (a partly ruled table)."""
+    pdf = FPDF()
+    pdf.set_font("helvetica", size=11)
+    pdf.add_page()
+    for column in range(4):
+        pdf.line(15 + 50 * column, 32, 15 + 50 * column, 34 + 8 * len(STAFF))
+    for number, values in enumerate(STAFF):
+        for column, value in enumerate(values):
+            pdf.text(20 + 50 * column, 40 + 8 * number, value)
+    path = tmp_path / "staff.pdf"
+    pdf.output(str(path))
+    text = read_pdf(path.read_bytes()).text
+    rows = [line for line in text.split("\n") if line.startswith("| ") and "---" not in line]
+    assert rows == ["| " + " | ".join(values) + " |" for values in STAFF], text
+
+
+def test_two_columns_of_prose_are_not_a_table(tmp_path: Path) -> None:
+    """Prose in two aligned columns lines up like a table's cells; it must still read as prose."""
+    pdf = FPDF()
+    pdf.set_font("helvetica", size=11)
+    pdf.add_page()
+    columns = pdf.text_columns(ncols=2, gutter=10, text_align="LEFT")
+    columns.write(" ".join(f"Pears sentence {n} on the left side of the page." for n in range(16)))
+    columns.new_column()
+    columns.write(" ".join(f"Plums sentence {n} on the right side of the page." for n in range(16)))
+    columns.render()
+    path = tmp_path / "prose.pdf"
+    pdf.output(str(path))
+    text = read_pdf(path.read_bytes()).text
+    assert "| " not in text, text
+    assert text.index("Pears sentence 15") < text.index("Plums sentence 0"), "left column first"
+    assert all("Pears" not in line or "Plums" not in line for line in text.split("\n")), "no mixed lines"
