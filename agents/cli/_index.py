@@ -18,7 +18,8 @@ and the ones not committed (``[index] use_git``).
 
 ``--json`` prints one JSON object, whatever the options: the fields of
 :meth:`~simone.providers.documents.IndexReport.to_dict` (``collection``, ``space``, ``files_*``,
-``chunks``, ``embedded``, …, ``skipped`` as ``[{"path", "reason"}]``, ``failures``, ``maintenance``,
+``chunks``, ``embedded``, …, ``skipped`` and ``read_in_part`` (files indexed without some of their
+parts: a PDF page with no text layer…) as ``[{"path", "reason"}]``, ``failures``, ``maintenance``,
 ``elapsed_s``) summed over what the command did (indexing, then ``--embed-pending``; counts stay 0
 for a step not run), plus ``rebuilt_ann``: what ``--rebuild-ann`` did, one line per table (``[]``
 without it), and ``calibration``: per table whose relevance rule was fitted by this run, the fitted
@@ -507,6 +508,8 @@ def print_summary(report: IndexReport, console: Console, *, verbose: bool = Fals
         console.print(f"[dim]skipped {escape(skipped.path)}: {escape(skipped.reason)}[/]")
     if len(listed) > len(shown):
         console.print(f"[dim]… and {len(listed) - len(shown)} more skipped (see --verbose or --json)[/]")
+    for partial in report.read_in_part:  # indexed, but some of it is not searchable: always said
+        console.print(f"[yellow]read in part[/] {escape(partial.path)}: {escape(partial.reason)}")
     if report.git:
         for note in report.git:
             console.print(f"[dim]git: {escape(note)}[/]")

@@ -116,6 +116,9 @@ class IndexReport:
         extra_spaces: per extra space (key): ``embedded``, ``cached``, ``reused``, ``pending``
             (stored without a vector this run), ``pending_filled`` and ``pending_left``.
         skipped: files not indexed, each with its reason.
+        read_in_part: files indexed without some of their parts, each with what was left out (a PDF
+            page with no text layer, an e-book chapter that is missing, an attachment that could not
+            be decoded…): the rest of the file is searchable, those parts are not.
         failures: embedding or store failures, in plain words.
         maintenance: what was done to the indexes afterwards.
         git: per git work tree indexed, its commit and what was compared, in plain words.
@@ -140,6 +143,7 @@ class IndexReport:
     pending_left: int = 0
     extra_spaces: dict[str, dict[str, int]] = field(default_factory=dict)
     skipped: list[SkippedFile] = field(default_factory=list)
+    read_in_part: list[SkippedFile] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     maintenance: list[str] = field(default_factory=list)
     git: list[str] = field(default_factory=list)
@@ -147,12 +151,18 @@ class IndexReport:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
-        out = {name: getattr(self, name) for name in self.__slots__ if name != "skipped"}
+        out = {
+            name: getattr(self, name) for name in self.__slots__ if name not in ("skipped", "read_in_part")
+        }
         out["skipped"] = [{"path": s.path, "reason": s.reason} for s in self.skipped]
+        out["read_in_part"] = [{"path": s.path, "reason": s.reason} for s in self.read_in_part]
         return out
 
 
 ProgressCallback = Callable[[IndexReport], None]
+
+_LEFT_OUT = re.compile(r"\b(?:skipped|left out|missing|could not be)\b")
+"""A loader's note that names a part of the file it did not read (its other notes are harmless)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -1088,6 +1098,9 @@ class DocumentIndex:
             await extra.replace_files(project, paths, extra.to_arrow(rows))
             tally["pending"] += sum(1 for row in rows if row["vector"] is None)
         report.files_indexed += len(batch)
+        report.read_in_part.extend(
+            SkippedFile(item.path, note) for item in batch for note in item.notes if _LEFT_OUT.search(note)
+        )
         report.chunks += len(chunks)
         report.pending += sum(1 for chunk in chunks if chunk.digest not in vectors)
         self._notify(progress, report)

@@ -6,6 +6,7 @@ searched through the document-index provider.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -100,6 +101,18 @@ def test_a_page_without_a_text_layer_is_named_in_the_notes(tmp_path: Path) -> No
     extracted = read_pdf(_handbook(tmp_path / "handbook.pdf", blank_page=True).read_bytes())
     assert "## Page 3" not in extracted.text
     assert any("page(s) 3 skipped: no text layer" in note and "OCR" in note for note in extracted.notes)
+
+
+def test_the_index_report_says_which_pages_were_not_read(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    _handbook(docs / "handbook.pdf", blank_page=True)
+    report, _ = search_folder(tmp_path, docs, "holidays")
+    assert report.files_indexed == 1 and not report.skipped
+    assert [(p.path.rsplit("/", 1)[-1], "page(s) 3 skipped" in p.reason) for p in report.read_in_part] == [
+        ("handbook.pdf", True)
+    ]
+    assert report.to_dict()["read_in_part"][0]["reason"].startswith("page(s) 3 skipped")
 
 
 def test_a_pdf_of_scans_only_and_a_broken_pdf_are_skipped_with_reasons(tmp_path: Path) -> None:
@@ -213,3 +226,20 @@ def test_two_columns_of_prose_are_not_a_table(tmp_path: Path) -> None:
     assert "| " not in text, text
     assert text.index("Pears sentence 15") < text.index("Plums sentence 0"), "left column first"
     assert all("Pears" not in line or "Plums" not in line for line in text.split("\n")), "no mixed lines"
+
+
+def test_simone_index_says_which_pages_were_not_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from simone.agents.cli import main
+
+    for key in [k for k in os.environ if k.startswith("SIMONE_") and k != "SIMONE_EMBEDDINGS__ONNX_VARIANT"]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("SIMONE_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.chdir(tmp_path)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    _handbook(docs / "handbook.pdf", blank_page=True)
+    assert main(["index", str(docs)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "read in part" in out and "handbook.pdf: page(s) 3 skipped: no text layer" in out, out
