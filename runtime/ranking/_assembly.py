@@ -19,6 +19,7 @@ from simone.runtime._contracts import (
     FusedItem,
     ProviderFailure,
     ProviderHits,
+    ProviderKind,
     ProviderSelection,
     ProviderTrace,
     Status,
@@ -200,7 +201,9 @@ def rank(
     while position < len(order) and len(out.candidates) < limit:
         item = evidence[order[position]]
         position += 1
-        duplicate = finder.check(item.id, item.digest, item.locator, item.content)
+        # a document chunk's URL locator ([index] locator_base) cites it; it does not identify it
+        by_url = item.provider is not ProviderKind.DOCUMENT_INDEX
+        duplicate = finder.check(item.id, item.digest, item.locator, item.content, by_url=by_url)
         if duplicate is not None:
             kept_id, why = duplicate
             out.exclusions.append(

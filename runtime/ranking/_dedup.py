@@ -140,11 +140,18 @@ class DuplicateFinder:
         self._urls: dict[str, str] = {}
         self._shingles: list[tuple[str, Shingles, int]] = []
 
-    def check(self, item_id: str, digest: str, locator: str, content: str) -> tuple[str, str] | None:
-        """Return ``(kept_id, why)`` if the item duplicates a kept one; otherwise remember it."""
+    def check(
+        self, item_id: str, digest: str, locator: str, content: str, *, by_url: bool = True
+    ) -> tuple[str, str] | None:
+        """Return ``(kept_id, why)`` if the item duplicates a kept one; otherwise remember it.
+
+        ``by_url=False``: the locator is a citation, not the item's identity (a document chunk behind
+        a repository URL: two chunks of one PDF page share ``#page=3``), so only the digest and the
+        text can make it a duplicate.
+        """
         if digest in self._digests:
             return self._digests[digest], "same content digest"
-        url_key = _url_key(locator) if is_url(locator) else None
+        url_key = _url_key(locator) if by_url and is_url(locator) else None
         if url_key is not None and url_key in self._urls:
             return self._urls[url_key], "same normalised URL"
         grams = shingles(content)

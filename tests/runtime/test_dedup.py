@@ -109,3 +109,39 @@ def test_chunks_of_one_file_behind_a_repository_url_stay_apart() -> None:
         "f",
         "same normalised URL",
     )
+
+
+def test_two_chunks_of_one_pdf_page_behind_a_url_are_both_kept_by_the_router() -> None:
+    # two chunks of one long page share the locator "…/report.pdf#page=3": it cites them, it is not
+    # what they are; only their digests and texts could make them duplicates
+    finder = DuplicateFinder()
+    page = "https://github.com/acme/docs/blob/main/report.pdf#page=3"
+    first = "Quarterly revenue grew in every region, led by the north."
+    second = "Costs fell after the move to the new supplier in March."
+    assert finder.check("a", "d1", page, first, by_url=False) is None
+    assert finder.check("b", "d2", page, second, by_url=False) is None
+    assert finder.check("c", "d1", page, first, by_url=False) == ("a", "same content digest")
+
+
+def test_the_router_keeps_both_chunks_of_one_page_behind_a_repository_url() -> None:
+    import anyio
+    from simone.providers.testing import StaticProvider
+    from simone.runtime import Evidence, ProviderKind, Router, TrustedContext
+
+    page = "https://github.com/acme/docs/blob/main/report.pdf#page=3"
+    chunks = [
+        Evidence.create(
+            provider="document-index", provider_name="documents", locator=page, title="Report", content=text
+        )
+        for text in (
+            "Quarterly revenue grew in every region, led by the north.",
+            "Quarterly costs fell after the move to the new supplier in March.",
+        )
+    ]
+    router = Router([StaticProvider("documents", chunks, kind=ProviderKind.DOCUMENT_INDEX)])
+
+    async def go() -> int:
+        result = await router.retrieve(router.request("quarterly"), TrustedContext(actor="alice"))
+        return len(result.evidence)
+
+    assert anyio.run(go) == 2
