@@ -14,12 +14,10 @@ a dropped connection) so clients are tested against real sockets, not mocks::
 from __future__ import annotations
 
 import json
-import threading
-from collections import deque
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
-from typing import Any, Literal, Self
+from http.server import BaseHTTPRequestHandler
+from typing import Any, Literal
 
+from simone.providers.testing._loopback_http import ScriptedLoopbackServer
 from simone.runtime.testing import HashEmbedder
 
 Mode = Literal[
@@ -37,7 +35,7 @@ Mode = Literal[
 ]
 
 
-class LoopbackEmbeddingServer:
+class LoopbackEmbeddingServer(ScriptedLoopbackServer[Mode]):
     """An embedding server on ``127.0.0.1:<free port>`` for the duration of a ``with`` block.
 
     Args:
@@ -53,6 +51,8 @@ class LoopbackEmbeddingServer:
         headers: each request's headers (lower-cased names), in arrival order.
     """
 
+    thread_name = "loopback-embeddings"
+
     def __init__(
         self,
         *,
@@ -65,33 +65,14 @@ class LoopbackEmbeddingServer:
         self.model = model
         self.retry_after = retry_after
         self.delay_s = delay_s
-        self.mode: Mode = "ok"
-        self.script: deque[Mode] = deque()
+        super().__init__("ok")
         self.requests: list[dict[str, Any]] = []
-        self.headers: list[dict[str, str]] = []
         self.embedder = HashEmbedder(dimension, model=model, provider="openai")
-        self._lock = threading.Lock()
-        self._stopping = threading.Event()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-
-    @property
-    def root(self) -> str:
-        """``http://127.0.0.1:<port>``."""
-        if self._server is None:
-            raise RuntimeError("the server is not running; use it in a 'with' block")
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
 
     @property
     def base_url(self) -> str:
         """The OpenAI-compatible base URL, ``http://127.0.0.1:<port>/v1``."""
         return self.root + "/v1"
-
-    def next_mode(self) -> Mode:
-        """The mode for the request being answered (scripted first, else :attr:`mode`)."""
-        with self._lock:
-            return self.script.popleft() if self.script else self.mode
 
     def record(self, body: dict[str, Any], headers: dict[str, str]) -> None:
         """Keep a request's body and headers."""
@@ -99,46 +80,9 @@ class LoopbackEmbeddingServer:
             self.requests.append(body)
             self.headers.append(headers)
 
-    def start(self) -> None:
-        """Bind a free port and serve in a daemon thread."""
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
-        server.daemon_threads = True
-        self._server = server
-        self._stopping.clear()
-        self._thread = threading.Thread(
-            target=server.serve_forever,
-            kwargs={"poll_interval": 0.05},
-            name="loopback-embeddings",
-            daemon=True,
-        )
-        self._thread.start()
-
-    def stop(self) -> None:
-        """Stop serving and free the port (a later :meth:`start` binds a new one)."""
-        self._stopping.set()
-        server, self._server = self._server, None
-        if server is not None:
-            server.shutdown()
-            server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
-
-    def wait(self, seconds: float) -> None:
-        """Sleep in a handler, cut short when the server stops."""
-        self._stopping.wait(seconds)
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
+    def handler(self) -> type[BaseHTTPRequestHandler]:
+        """The request handler bound to this server."""
+        return _handler_for(self)
 
 
 def _handler_for(owner: LoopbackEmbeddingServer) -> type[BaseHTTPRequestHandler]:

@@ -21,11 +21,10 @@ from __future__ import annotations
 import json
 import re
 import socket
-import threading
-from collections import deque
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
-from typing import Any, Literal, Self
+from http.server import BaseHTTPRequestHandler
+from typing import Any, Literal
+
+from simone.providers.testing._loopback_http import ScriptedLoopbackServer
 
 RerankServerMode = Literal[
     "ok",
@@ -51,7 +50,7 @@ def overlap_score(query: str, document: str) -> float:
     return len(wanted & present) / len(wanted)
 
 
-class LoopbackRerankServer:
+class LoopbackRerankServer(ScriptedLoopbackServer[RerankServerMode]):
     """A rerank server on ``127.0.0.1:<free port>`` for the duration of a ``with`` block.
 
     Args:
@@ -65,35 +64,18 @@ class LoopbackRerankServer:
         headers: each request's headers (lower-cased names), in arrival order.
     """
 
+    thread_name = "loopback-rerank"
+
     def __init__(self, *, retry_after: str = "0", delay_s: float = 5.0) -> None:
         self.retry_after = retry_after
         self.delay_s = delay_s
-        self.mode: RerankServerMode = "ok"
-        self.script: deque[RerankServerMode] = deque()
+        super().__init__("ok")
         self.requests: list[tuple[str, dict[str, Any]]] = []
-        self.headers: list[dict[str, str]] = []
-        self._lock = threading.Lock()
-        self._stopping = threading.Event()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-
-    @property
-    def root(self) -> str:
-        """``http://127.0.0.1:<port>``."""
-        if self._server is None:
-            raise RuntimeError("the server is not running; use it in a 'with' block")
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
 
     @property
     def url(self) -> str:
         """The Cohere-style endpoint, ``http://127.0.0.1:<port>/v1/rerank`` (every path is answered alike)."""
         return self.root + "/v1/rerank"
-
-    def next_mode(self) -> RerankServerMode:
-        """The mode for the request being answered (scripted first, else :attr:`mode`)."""
-        with self._lock:
-            return self.script.popleft() if self.script else self.mode
 
     def record(self, path: str, body: dict[str, Any], headers: dict[str, str]) -> None:
         """Keep a request's path, body and headers."""
@@ -101,40 +83,9 @@ class LoopbackRerankServer:
             self.requests.append((path, body))
             self.headers.append(headers)
 
-    def start(self) -> None:
-        """Bind a free port and serve in a daemon thread."""
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
-        server.daemon_threads = True
-        self._server = server
-        self._stopping.clear()
-        self._thread = threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="loopback-rerank", daemon=True
-        )
-        self._thread.start()
-
-    def stop(self) -> None:
-        """Stop serving and free the port."""
-        self._stopping.set()
-        server, self._server = self._server, None
-        if server is not None:
-            server.shutdown()
-            server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
-
-    def wait(self, seconds: float) -> None:
-        """Sleep in a handler, cut short when the server stops."""
-        self._stopping.wait(seconds)
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
+    def handler(self) -> type[BaseHTTPRequestHandler]:
+        """The request handler bound to this server."""
+        return _handler_for(self)
 
 
 def _documents(body: dict[str, Any]) -> tuple[str, list[str]]:
