@@ -58,8 +58,9 @@ from simone.providers.documents import (
     WatchRun,
     calibrate,
     calibrate_missing,
+    is_folder,
     skip_category,
-    skip_summary,
+    skipped_counts,
     watch_index,
 )
 from simone.runtime import InvalidRequest, Settings
@@ -442,16 +443,16 @@ def _describe(report: IndexReport) -> str:
 
 
 def found_line(report: IndexReport) -> str:
-    """``files found 36: 25 indexed, 0 unchanged, 11 skipped (images and media 4, …)``."""
+    """``files found 36: 25 indexed, 0 unchanged, 11 skipped (images and media 4, …)``.
+
+    Folders skipped whole follow (``; 2 folders not walked (generated 2)``): their files were
+    never listed, so they are not among the files found.
+    """
     found = report.files_found or report.files_total
-    line = (
+    return (
         f"files found {found:,}: {report.files_indexed:,} indexed, {report.files_unchanged:,} unchanged, "
-        f"{len(report.skipped):,} skipped"
+        + skipped_counts(report.skipped)
     )
-    groups = skip_summary([s.reason for s in report.skipped])
-    if groups:
-        line += " (" + ", ".join(f"{label} {count:,}" for label, count in groups) + ")"
-    return line
 
 
 NOISE_LABELS = frozenset(
@@ -484,7 +485,8 @@ def print_summary(report: IndexReport, console: Console, *, verbose: bool = Fals
         ("files unchanged", report.files_unchanged),
         ("… of them not read (git: unchanged since the last indexed commit)", report.files_not_read),
         ("files removed (vanished)", report.files_deleted),
-        ("files skipped", len(report.skipped)),
+        ("files skipped", sum(1 for s in report.skipped if not is_folder(s.path))),
+        ("folders skipped whole (files not listed)", sum(1 for s in report.skipped if is_folder(s.path))),
         ("chunks written", report.chunks),
         ("chunks embedded now", report.embedded),
         ("vectors from the embedding cache", report.cached),

@@ -10,13 +10,18 @@ embedded. Each run that changed something, and each failure, is one line on stde
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from typing import TYPE_CHECKING
 
 import anyio
-from simone.providers.documents import DocumentIndex, WatchRun, refresh_periodically, skip_summary
-from simone.runtime import Settings
+from simone.providers.documents import DocumentIndex, WatchRun, refresh_periodically, skipped_counts
+from simone.runtime import EMBEDDING_CHAIN, EmbeddingChain, Settings
+
+if TYPE_CHECKING:
+    from simone.agents._runtime import Runtime
 
 
 def _say(message: str) -> None:
@@ -30,19 +35,20 @@ def describe(run: WatchRun) -> str | None:
     report = run.report
     if not (report.files_indexed or report.files_deleted):
         return None
-    skipped = ", ".join(
-        f"{label} {count}" for label, count in skip_summary([s.reason for s in report.skipped])
-    )
     return (
         f"refreshed the index: {report.files_indexed} file(s) indexed, {report.files_deleted} removed, "
-        f"{report.files_unchanged} unchanged, {len(report.skipped)} skipped"
-        + (f" ({skipped})" if skipped else "")
-        + f" in {report.elapsed_s:.1f} s"
+        f"{report.files_unchanged} unchanged, {skipped_counts(report.skipped)} in {report.elapsed_s:.1f} s"
     )
 
 
-async def keep_fresh(settings: Settings, *, say: Callable[[str], None] = _say) -> None:
-    """Re-index ``settings.index.watch`` every ``refresh_seconds`` until cancelled."""
+async def keep_fresh(
+    settings: Settings, *, say: Callable[[str], None] = _say, chain: EmbeddingChain | None = None
+) -> None:
+    """Re-index ``settings.index.watch`` every ``refresh_seconds`` until cancelled.
+
+    ``chain``: an open embedding chain to embed with (the server's runtime's); else one is built
+    from the settings and opened for the refresh.
+    """
     folders = [str(path) for path in settings.index.watch]
     every = settings.index.refresh_seconds
     say(f"keeping {len(folders)} folder(s) fresh, every {every:g} s ([index] watch)")
@@ -53,20 +59,25 @@ async def keep_fresh(settings: Settings, *, say: Callable[[str], None] = _say) -
             say(line)
 
     try:
-        async with DocumentIndex.open(settings) as index:
+        async with DocumentIndex.open(settings, chain=chain) as index:
             await refresh_periodically(index, folders, every_s=every, on_run=on_run)
     except Exception as exc:  # noqa: BLE001 - the server goes on without the refresh, and says why
         say(f"the index refresh stopped: {type(exc).__name__}: {exc}; serving without it")
 
 
 @asynccontextmanager
-async def refreshing(settings: Settings) -> AsyncIterator[None]:
-    """Keep the watched folders fresh in this event loop while the body runs (nothing without them)."""
+async def refreshing(settings: Settings, runtime: Runtime | None = None) -> AsyncIterator[None]:
+    """Keep the watched folders fresh in this event loop while the body runs (nothing without them).
+
+    With the server's open ``runtime`` the refresh embeds with the chain its document index
+    published (:data:`~simone.runtime.EMBEDDING_CHAIN`), so the server holds one model session.
+    """
     if not settings.index.watch:
         yield
         return
+    chain = runtime.published.get(EMBEDDING_CHAIN) if runtime is not None else None
     async with anyio.create_task_group() as tasks:
-        tasks.start_soon(keep_fresh, settings)
+        tasks.start_soon(functools.partial(keep_fresh, settings, chain=chain))
         try:
             yield
         finally:

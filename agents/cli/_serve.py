@@ -11,6 +11,7 @@ See docs/serve.md.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from typing import Any
 
@@ -136,12 +137,13 @@ async def run(args: argparse.Namespace) -> int:
     _warn(f"listening on http://{host}:{port}/mcp, {workers} worker(s), {where}")
     from simone.agents.cli._refresh import refreshing, refreshing_in_thread  # [index] watch
 
-    if workers > 1:
+    if workers > 1:  # the supervisor has no runtime: its refresh opens an embedder of its own
         with refreshing_in_thread(settings):
             serve_workers(settings, options, host=host, port=port, workers=workers)
-    else:
-        async with refreshing(settings):
-            await serve_one(settings, options, host=host, port=port)
+    else:  # the refresh embeds with the runtime's chain (one ONNX session, not two)
+        await serve_one(
+            settings, options, host=host, port=port, beside=functools.partial(refreshing, settings)
+        )
     return 0
 
 

@@ -180,10 +180,17 @@ _INSTRUCTIONS = (
 )
 
 
-def create_app(settings: Settings, options: ServeOptions | None = None) -> Starlette:
+Beside = Callable[[Runtime], contextlib.AbstractAsyncContextManager[None]]
+"""Work that runs beside the server once its runtime is open (``simone serve``'s index refresh)."""
+
+
+def create_app(
+    settings: Settings, options: ServeOptions | None = None, *, beside: Beside | None = None
+) -> Starlette:
     """The ASGI app of one worker: ``/mcp``, ``/healthz`` and ``/readyz`` (see the module docstring).
 
-    The runtime opens in the app's lifespan (uvicorn's start-up) and closes after the last request.
+    The runtime opens in the app's lifespan (uvicorn's start-up) and closes after the last request;
+    ``beside`` is entered with the open runtime and left before it closes.
 
     Raises:
         ConfigError: neither an open-mode actor nor a readable token store, or an unknown tool profile.
@@ -225,7 +232,7 @@ def create_app(settings: Settings, options: ServeOptions | None = None) -> Starl
             Route("/readyz", _readyz(settings, runtime), methods=["GET"]),
             Route(MCP_PATH, gate),
         ],
-        lifespan=_lifespan(runtime, manager, tokens),
+        lifespan=_lifespan(runtime, manager, tokens, beside),
     )
 
 
@@ -283,7 +290,10 @@ def _readyz(settings: Settings, runtime: Runtime) -> Callable[[Request], Awaitab
 
 
 def _lifespan(
-    runtime: Runtime, manager: StreamableHTTPSessionManager, tokens: TokenStore | None
+    runtime: Runtime,
+    manager: StreamableHTTPSessionManager,
+    tokens: TokenStore | None,
+    beside: Beside | None = None,
 ) -> Callable[[Starlette], contextlib.AbstractAsyncContextManager[None]]:
     """The app's lifespan: the runtime and the session manager open, the token store closed at the end."""
 
@@ -291,7 +301,8 @@ def _lifespan(
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with runtime, manager.run():
             try:
-                yield
+                async with beside(runtime) if beside is not None else contextlib.nullcontext():
+                    yield
             finally:
                 if tokens is not None:
                     tokens.close()
@@ -353,8 +364,13 @@ def _config(app: Any, settings: Settings, host: str, port: int, workers: int) ->
     )
 
 
-async def serve_one(settings: Settings, options: ServeOptions, *, host: str, port: int) -> None:
-    """Serve in this process until SIGINT/SIGTERM, then stop gracefully (in-flight calls get the grace)."""
+async def serve_one(
+    settings: Settings, options: ServeOptions, *, host: str, port: int, beside: Beside | None = None
+) -> None:
+    """Serve in this process until SIGINT/SIGTERM, then stop gracefully (in-flight calls get the grace).
+
+    ``beside`` runs with the open runtime (see :func:`create_app`).
+    """
     import signal
     import threading
 
@@ -376,7 +392,7 @@ async def serve_one(settings: Settings, options: ServeOptions, *, host: str, por
                     signal.signal(sig, handler)
 
     sock = bind(host, port)
-    server = _Server(_config(create_app(settings, options), settings, host, port, 1))
+    server = _Server(_config(create_app(settings, options, beside=beside), settings, host, port, 1))
     try:
         await server.serve(sockets=[sock])
     except SystemExit:  # uvicorn's way of saying the start-up failed (it logged why)

@@ -62,8 +62,10 @@ if _TYPE_CHECKING:
     )
     from simone.providers.documents._skip import (
         SkipRules as SkipRules,
+        is_folder as is_folder,
         skip_category as skip_category,
         skip_summary as skip_summary,
+        skipped_counts as skipped_counts,
     )
     from simone.providers.documents._store import (
         Collection as Collection,
@@ -113,6 +115,7 @@ __all__ = (
     "has_shipped_calibration",
     "import_ray",
     "index_backend_status",
+    "is_folder",
     "load_file",
     "locator_map",
     "open_documents",
@@ -123,6 +126,7 @@ __all__ = (
     "repair_duplicates",
     "skip_category",
     "skip_summary",
+    "skipped_counts",
     "watch_index",
 )
 
@@ -171,6 +175,8 @@ _HOMES: dict[str, str] = {
     "SkipRules": "simone.providers.documents._skip",
     "skip_category": "simone.providers.documents._skip",
     "skip_summary": "simone.providers.documents._skip",
+    "skipped_counts": "simone.providers.documents._skip",
+    "is_folder": "simone.providers.documents._skip",
     "WatchRun": "simone.providers.documents._watch",
     "refresh_periodically": "simone.providers.documents._watch",
     "watch_index": "simone.providers.documents._watch",

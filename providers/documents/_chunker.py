@@ -9,6 +9,15 @@ chunk — fits the model's window, special tokens included. A block too long for
 by lines, a line too long by sentences, a sentence too long by token offsets. Consecutive chunks of a section share a small overlap
 of whole lines. Every chunk keeps the exact 1-based line range of the text it holds.
 
+A pipe table too long for one chunk is split only between rows, and every chunk after its first
+starts with the table's header and delimiter lines again (counted in its tokens), so each chunk reads
+as a table with its column names; rows are not overlapped. The repeated header lies outside the
+chunk's line range, which stays that of the rows it holds: ``text`` is the header line, the delimiter
+line, then exactly lines ``line_start…line_end``. A single row too long for a chunk is cut by
+sentences like any long line, and its pieces go without the header; a row that fits a chunk only
+without the header, or a header wider than :data:`TABLE_HEADER_MAX_SHARE` of the chunk, goes without
+it too.
+
 Token counts come from the model's real tokenizer (WordPiece for all-MiniLM-L6-v2, 256 tokens):
 a chunk sized by characters would be silently truncated by the model and its tail never embedded.
 """
@@ -27,13 +36,14 @@ from typing import Protocol
 from simone.providers.documents._loaders import MARKDOWN_KINDS, LoadedDocument
 from simone.runtime import ConfigError
 
-CHUNKER_VERSION = 4
+CHUNKER_VERSION = 5
 """Bumped whenever the same text would be chunked differently (files are then re-chunked).
 
 3: titles come from the first heading outside code fences (a fenced ``#`` comment titled files before),
 and chunks carry the title in their embedded context line.
 4: PDF pages, slides, sheets and office, e-book, e-mail, notebook, reStructuredText and AsciiDoc
-headings are sections (the format readers); PDF tables are tables."""
+headings are sections (the format readers); PDF tables are tables.
+5: a table too long for one chunk is cut between rows only, its header repeated in every chunk."""
 
 CONTEXT_MAX_TOKENS = 24
 """The context line (title › headings) is cut to this many tokens so the chunk keeps most room."""
@@ -154,7 +164,8 @@ class Chunk:
         title: the document title.
         heading: the heading path of its section (outermost first).
         text: the chunk's text, exactly the lines ``line_start``…``line_end`` of the document
-            (a piece of one line when a single line was too long).
+            (a piece of one line when a single line was too long); a later chunk of a long table
+            starts with the table's header and delimiter lines, repeated from above its range.
         embed_text: what is embedded: the context line (when the text does not already carry it)
             and the text.
         line_start: 1-based first line.
@@ -401,35 +412,71 @@ class Chunker:
         budget: int,
         spans: _DocumentTokens,
     ) -> list[_Piece]:
+        """A block over the budget, packed by whole lines; a table by rows under its repeated header.
+
+        A table's header and delimiter lines travel with its first row, and every later chunk of
+        the table starts with them again (see :func:`_table_units`); its rows are not overlapped.
+        """
+
+        def tokens(first: int, last: int) -> int:
+            return prefix[last + 1] - prefix[first]
+
+        def cost(first: int, last: int, header: int | None) -> int:
+            return tokens(first, last) + (tokens(header, header + 1) if header is not None else 0)
+
         out: list[_Piece] = []
-        current: tuple[int, int] | None = None
-        for index in range(start, end + 1):
-            count = prefix[index + 1] - prefix[index]
-            if count > budget:
-                if current is not None:
-                    out.append((current[0], current[1], None, None))
-                    current = None
+        current: tuple[int, int, int | None] | None = None  # first line, last line, repeated header
+
+        def close() -> None:
+            if current is not None:
+                out.append(self._table_piece(current, lines, spans))
+
+        for unit_start, unit_end, header in _table_units(lines, start, end, prefix, budget):
+            if tokens(unit_start, unit_end) > budget:  # a single line (a header unit is ungrouped)
+                close()
+                current = None
                 out.extend(
-                    (index, index, piece, piece_count)
+                    (unit_start, unit_start, piece, piece_count)
                     for piece, piece_count in self._split_line(
-                        lines[index], budget, spans.line_offset(index), spans
+                        lines[unit_start], budget, spans.line_offset(unit_start), spans
                     )
                 )
                 continue
-            if current is None:
-                current = (index, index)
-            elif prefix[index + 1] - prefix[current[0]] <= budget:
-                current = (current[0], index)
+            if current is not None and cost(current[0], unit_end, current[2]) <= budget:
+                current = (current[0], unit_end, current[2])
+                continue
+            previous = current
+            close()
+            if header is not None:
+                # A table's row starts the chunk: its header comes first when both fit.
+                fits = cost(unit_start, unit_end, header) <= budget
+                current = (unit_start, unit_end, header if fits else None)
+                continue
+            overlap = (
+                self._overlap_start((previous[0], previous[1]), lines, prefix)
+                if previous is not None
+                else None
+            )
+            if overlap is not None and tokens(overlap, unit_end) <= budget:
+                current = (overlap, unit_end, None)
             else:
-                out.append((current[0], current[1], None, None))
-                overlap = self._overlap_start(current, lines, prefix)
-                if overlap is not None and prefix[index + 1] - prefix[overlap] <= budget:
-                    current = (overlap, index)
-                else:
-                    current = (index, index)
-        if current is not None:
-            out.append((current[0], current[1], None, None))
+                current = (unit_start, unit_end, None)
+        close()
         return out
+
+    def _table_piece(
+        self, chunk: tuple[int, int, int | None], lines: list[str], spans: _DocumentTokens
+    ) -> _Piece:
+        """Lines ``first…last``, after the table header (and delimiter) at ``header`` when one is set."""
+        first, last, header = chunk
+        if header is None:
+            return (first, last, None, None)
+        text = "\n".join([*lines[header : header + 2], *lines[first : last + 1]]).strip("\n")
+        head, body = (
+            spans.exact(spans.line_span(header, header + 1)),
+            spans.exact(spans.line_span(first, last)),
+        )
+        return (first, last, text, None if head is None or body is None else head + body)
 
     def _merge_head(
         self,
@@ -597,6 +644,56 @@ class _DocumentTokens:
 
 def _with_tokens(chunk: Chunk, tokens: int) -> Chunk:
     return replace(chunk, tokens=tokens)
+
+
+_TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
+_TABLE_RULE = re.compile(r"^\s*\|(?:\s*:?-{3,}:?\s*\|)+\s*$")
+
+TABLE_HEADER_MAX_SHARE = 0.5
+"""A table header (with its delimiter line) is repeated only while it takes at most this share of a
+chunk's budget; a wider header would leave too little room for rows, so its rows go on without it."""
+
+
+def _table_units(
+    lines: list[str], start: int, end: int, prefix: list[int], budget: int
+) -> list[tuple[int, int, int | None]]:
+    """Lines ``start…end`` as packing units ``(first, last, header)``.
+
+    A unit is one line, except that a pipe table's header and delimiter lines form one unit with
+    its first row (a chunk never ends on a header). Every later row of the table names the line of
+    its header, which a chunk starting at that row repeats first. A unit over ``budget`` is
+    returned line by line (the lines are then cut as any long line).
+    """
+
+    def tokens(first: int, last: int) -> int:
+        return prefix[last + 1] - prefix[first]
+
+    units: list[tuple[int, int, int | None]] = []
+    index = start
+    while index <= end:
+        if not (index < end and _TABLE_ROW.match(lines[index]) and _TABLE_RULE.match(lines[index + 1])):
+            units.append((index, index, None))
+            index += 1
+            continue
+        header = index
+        rows = header + 2
+        while rows <= end and _TABLE_ROW.match(lines[rows]):
+            rows += 1
+        last_row = rows - 1
+        repeat = header if tokens(header, header + 1) <= budget * TABLE_HEADER_MAX_SHARE else None
+        if last_row >= header + 2 and tokens(header, header + 2) <= budget:
+            units.append((header, header + 2, None))
+        elif tokens(header, header + 1) <= budget:
+            units.append((header, header + 1, None))
+            if last_row >= header + 2:
+                units.append((header + 2, header + 2, repeat))
+        else:
+            units += [(header, header, None), (header + 1, header + 1, None)]
+            if last_row >= header + 2:
+                units.append((header + 2, header + 2, repeat))
+        units.extend((row, row, repeat) for row in range(header + 3, last_row + 1))
+        index = last_row + 1
+    return units
 
 
 def _paragraph_blocks(lines: list[str], start: int, end: int) -> list[tuple[int, int]]:

@@ -55,7 +55,7 @@ from simone.providers.documents._location import INDEX_FOLDER as INDEX_FOLDER, I
 from simone.providers.documents._locators import LocatorMap, locator_map
 from simone.providers.documents._lock import WriterLock
 from simone.providers.documents._object_lock import ObjectStoreLock
-from simone.providers.documents._skip import SkipRules
+from simone.providers.documents._skip import SkipRules, is_folder
 from simone.providers.documents._store import Collection, CollectionInfo, DocumentStore, card_of, now
 from simone.runtime import (
     EmbeddingChain,
@@ -98,7 +98,8 @@ class IndexReport:
         collection: the collection written.
         space: the collection's embedding space key.
         files_found: every file found (after excludes): those read plus those skipped on sight
-            (noise such as stylesheets and images, unsupported types, too large…).
+            (noise such as stylesheets and images, unsupported types, too large…); the files of a
+            folder skipped unwalked are not listed, so not counted (the folder is in ``skipped``).
         files_total: files found to read (``files_found`` less the ones skipped on sight).
         files_done: files considered so far.
         files_indexed: new or changed files written.
@@ -115,7 +116,8 @@ class IndexReport:
         pending_left: chunks still waiting for a vector at the end.
         extra_spaces: per extra space (key): ``embedded``, ``cached``, ``reused``, ``pending``
             (stored without a vector this run), ``pending_filled`` and ``pending_left``.
-        skipped: files not indexed, each with its reason.
+        skipped: files not indexed, each with its reason; a path ending in ``/`` is a folder
+            skipped whole, its files not listed (``build/``, an unreadable folder).
         read_in_part: files indexed without some of their parts, each with what was left out (a PDF
             page with no text layer, an e-book chapter that is missing, an attachment that could not
             be decoded…): the rest of the file is searchable, those parts are not.
@@ -536,7 +538,9 @@ class DocumentIndex:
             await self._repair(collection, report)
             sources = [item for item in found if isinstance(item, SourceFile)]
             report.skipped.extend(item for item in found if isinstance(item, SkippedFile))
-            report.files_found = len(found)
+            report.files_found = sum(
+                1 for item in found if not (isinstance(item, SkippedFile) and is_folder(item.path))
+            )
             report.files_total = len(sources)
             existing = await self._file_states(collection, project)
             records = await _read_records(collection)
@@ -943,6 +947,7 @@ class DocumentIndex:
                 excludes=self.settings.exclude,
                 max_file_bytes=self.settings.max_file_bytes,
                 use_gitignore=self.settings.use_gitignore,
+                prune=rules.folder_reason,
             ):
                 if isinstance(item, SourceFile):
                     # A file named on the command line is indexed whatever the noise rules say.

@@ -26,7 +26,7 @@ import os
 import re
 import stat
 import unicodedata
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -196,10 +196,13 @@ def discover(
     excludes: Sequence[str] = (),
     max_file_bytes: int,
     use_gitignore: bool = True,
+    prune: Callable[[str], str | None] | None = None,
 ) -> Iterator[SourceFile | SkippedFile]:
     """Walk ``paths`` (files or folders) and yield the files to index, or why one is skipped.
 
-    Excluded files are not reported (they were never meant to be indexed). Directory symlinks are
+    Excluded files are not reported (they were never meant to be indexed). ``prune`` is asked
+    about each folder below a given one (its path relative to it, ending in ``/``): a reason skips
+    the folder whole, unwalked, reported once as a :class:`SkippedFile` whose path ends in ``/``. Directory symlinks are
     followed once: a directory already visited (same device and inode) is not entered again, so a
     symlink loop ends the walk of that branch instead of recursing forever. A file or folder whose
     name is not valid UTF-8 is skipped with that reason (the index stores paths as UTF-8 text, and
@@ -223,11 +226,14 @@ def discover(
             yield from _check_file(start, start.parent, max_file_bytes)
             continue
         spec = build_excludes(start, excludes, use_gitignore=use_gitignore)
-        yield from _walk(start, spec, max_file_bytes)
+        yield from _walk(start, spec, max_file_bytes, prune)
 
 
 def _walk(
-    root: Path, spec: pathspec.GitIgnoreSpec, max_file_bytes: int
+    root: Path,
+    spec: pathspec.GitIgnoreSpec,
+    max_file_bytes: int,
+    prune: Callable[[str], str | None] | None = None,
 ) -> Iterator[SourceFile | SkippedFile]:
     visited: set[tuple[int, int]] = set()
     stack = [root]
@@ -266,6 +272,10 @@ def _walk(
                     yield SkippedFile(
                         shown_text(relative) + "/", NOT_UTF8 + "; rename the folder to index it"
                     )
+                    continue
+                reason = prune(relative + "/") if prune is not None else None
+                if reason is not None:
+                    yield SkippedFile(relative + "/", reason)
                     continue
                 subfolders.append(path)
                 continue

@@ -362,9 +362,8 @@ class RayExecutor(AsyncResource):
         """
         if not shipped:
             return
-        known = {
-            s.path.as_posix(): existing[s.path.as_posix()] for s in shipped if s.path.as_posix() in existing
-        }
+        stored = [preparer.stored_path(source) for source in shipped]
+        known = {path: existing[path] for path in stored if path in existing}
         iterator = self._pipeline(preparer, shipped, known, project)
         returned: set[int] = set()
         reason = "its Ray task returned nothing"
@@ -383,17 +382,21 @@ class RayExecutor(AsyncResource):
         for number, source in enumerate(shipped):
             if number not in returned:
                 skipped = SkippedFile(source.display, reason, False)
-                yield number, _Prepared(source, source.path.as_posix(), skipped=skipped)
+                yield number, _Prepared(source, stored[number], skipped=skipped)
 
     @staticmethod
     def _triage(
         preparer: FilePreparer, sources: Sequence[SourceFile], existing: dict[str, str]
     ) -> tuple[dict[int, _Prepared], list[SourceFile]]:
-        """Files decided on the driver (by position: unchanged, unreadable) and the ones to ship."""
+        """Files decided on the driver (by position: unchanged, unreadable) and the ones to ship.
+
+        ``existing`` is keyed by the stored path (:meth:`FilePreparer.stored_path`: the
+        ``locator_base`` form when one is set), as a local run looks files up.
+        """
         decided: dict[int, _Prepared] = {}
         shipped: list[SourceFile] = []
         for number, source in enumerate(sources):
-            path = source.path.as_posix()
+            path = preparer.stored_path(source)
             if path not in existing:
                 shipped.append(source)
                 continue

@@ -25,6 +25,12 @@ generated file           lockfiles (``package-lock.json``, ``poetry.lock``, ``*.
 ``[index] include`` patterns (or ``simone index --include``) index a file despite these defaults;
 ``[index] skip`` patterns (``--skip``) skip more, reported as ``matched index.skip``. A file named
 on the command line itself is never skipped by the defaults.
+
+A folder a rule matches whole (``build/``, ``_static/``, a ``--skip drafts/``) is not walked: its
+files are never listed, so it is reported once, as the folder (``dist/``), and the summary line
+counts it among the folders skipped, not among the files (:func:`folder_reason`). While
+``[index] include`` patterns are set, the default rules skip file by file (an included file may lie
+inside a folder they would skip); ``[index] skip`` folders are still left unwalked.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import pathspec
 
@@ -119,6 +126,27 @@ class SkipRules:
             return f"{MATCHED_SKIP} ({pattern!r})"
         return f"{category}, skipped by default ({pattern!r}; [index] include = [{pattern!r}] indexes it)"
 
+    def folder_reason(self, relative: str) -> str | None:
+        """Why the folder at ``relative`` (POSIX, below its root, ending in ``/``) is skipped unwalked.
+
+        ``None`` when it is walked: no rule matches the folder itself, or a default rule does while
+        ``include`` patterns are set (they may re-include a file inside it).
+        """
+        folder = relative if relative.endswith("/") else relative + "/"
+        for pattern in self.skip:
+            if _spec((pattern,)).match_file(folder):
+                return f"{MATCHED_SKIP} ({pattern!r}; a folder, not walked)"
+        if not self.defaults or self.include:
+            return None
+        for category, patterns in DEFAULT_SKIPS:
+            for pattern in patterns:
+                if _spec((pattern,)).match_file(folder):
+                    return (
+                        f"{category}, skipped by default ({pattern!r}; a folder, not walked; "
+                        f"[index] include = [{pattern!r}] indexes it)"
+                    )
+        return None
+
     def _match(self, relative: str) -> tuple[str, str] | None:
         for pattern in self.skip:
             if _spec((pattern,)).match_file(relative):
@@ -168,6 +196,38 @@ def skip_category(reason: str) -> str:
         return "binary"
     head = reason.split(":", 1)[0].split("(", 1)[0].split(";", 1)[0].strip()
     return head[:40] or "other"
+
+
+class _Skipped(Protocol):
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def reason(self) -> str: ...
+
+
+def is_folder(path: str) -> bool:
+    """Whether a skipped entry is a folder (its path ends in ``/``): its files were never listed."""
+    return path.endswith("/")
+
+
+def skipped_counts(skipped: Iterable[_Skipped]) -> str:
+    """The skipped part of the summary line: files by category, then folders skipped unwalked.
+
+    ``14 skipped (site navigation 3, images and media 2)`` and, when folders were not walked (their
+    files neither listed nor counted), ``; 3 folders not walked (generated 2, site navigation 1)``.
+    """
+    items = list(skipped)
+    files = [item.reason for item in items if not is_folder(item.path)]
+    folders = [item.reason for item in items if is_folder(item.path)]
+    text = f"{len(files):,} skipped"
+    groups = skip_summary(files)
+    if groups:
+        text += " (" + ", ".join(f"{label} {count:,}" for label, count in groups) + ")"
+    if folders:
+        shown = ", ".join(f"{label} {count:,}" for label, count in skip_summary(folders))
+        text += f"; {len(folders):,} folder{'s' if len(folders) != 1 else ''} not walked ({shown})"
+    return text
 
 
 def skip_summary(reasons: Sequence[str]) -> list[tuple[str, int]]:

@@ -5,9 +5,9 @@ Each page becomes a section ``## Page N`` (so every chunk's locator can say ``fi
 1. **tables** are found from the page's ruling lines (pdfplumber's ``lines`` strategy) and written as
    pipe tables, rows and cells in reading order; a "table" of one column or one row, or with a
    "cell" of a dozen lines, is a layout box, not a table (its text is read as text), and a table that
-   holds others gives way to them; columns ruled but rows not (:func:`_partly_ruled`) and, on a
-   page without ruled tables, words in aligned columns (:func:`_unruled`) are tables too when they
-   pass :func:`_grid_ok` (prose in columns does not);
+   holds others gives way to them; columns ruled but rows not (:func:`_partly_ruled`) and words in
+   aligned columns outside the ruled tables (:func:`_unruled`) are tables too when they pass
+   :func:`_grid_ok` (prose in columns does not);
 2. **text** outside the tables is read word by word, grouped into lines and paragraphs;
 3. **columns**: vertical gutters that most lines leave empty make the page two or more columns
    (:func:`_gutters`); each stretch between full-width lines or tables is read column by column;
@@ -157,7 +157,8 @@ def _page_items(page: Any) -> tuple[list[_Item], float]:
             continue  # a ruled box around running text or an unruled table: read as text lines
         ruled.append(_Grid(tuple(table.bbox), cells, []))
     found = _partly_ruled(page, ruled) if page.edges else ruled
-    for grid in found or _unruled(page):
+    found = sorted([*found, *_unruled(page, found)], key=lambda grid: (grid.bbox[1], grid.bbox[0]))
+    for grid in found:
         rows = markdown_table([[cell_text(cell) for cell in row] for row in grid.cells])
         if rows:
             x0, top, x1, bottom = grid.bbox
@@ -304,13 +305,28 @@ def _run_together(ruled: _Grid, mixed: _Grid) -> bool:
     return extra > 0 and len(mixed.cells) == len(ruled.cells) + extra
 
 
-def _unruled(page: Any) -> list[_Grid]:
-    """Tables without ruling lines, on a page without ruled ones.
+def _unruled(page: Any, ruled: Sequence[_Grid] = ()) -> list[_Grid]:
+    """Tables without ruling lines, beside the ``ruled`` ones found on the page already.
 
-    pdfplumber's ``text`` strategy; each kept only when it reads as a table (:func:`_grid_ok`).
+    pdfplumber's ``text`` strategy, run on the page without the characters inside ``ruled`` tables
+    (their aligned cells would otherwise be taken again, or run into an unruled table next to them);
+    each kept only when it reads as a table (:func:`_grid_ok`) and overlaps no ruled one.
     """
-    grids = [_Grid.of(table) for table in page.find_tables(TEXT_SETTINGS)]
-    return [grid for grid in grids if _grid_ok(page, grid)]
+    boxes = [grid.bbox for grid in ruled]
+
+    def outside(obj: dict[str, Any]) -> bool:
+        if obj.get("object_type") != "char":
+            return True
+        cx, cy = (obj["x0"] + obj["x1"]) / 2, (obj["top"] + obj["bottom"]) / 2
+        return not any(x0 <= cx <= x1 and top <= cy <= bottom for x0, top, x1, bottom in boxes)
+
+    text_page = page.filter(outside) if boxes else page
+    grids = [_Grid.of(table) for table in text_page.find_tables(TEXT_SETTINGS)]
+    return [
+        grid
+        for grid in grids
+        if not any(_overlaps(grid.bbox, box) for box in boxes) and _grid_ok(text_page, grid)
+    ]
 
 
 def _width(cells: list[list[str | None]]) -> int:

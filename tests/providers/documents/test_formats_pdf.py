@@ -210,6 +210,54 @@ def test_a_table_with_ruled_columns_only_is_a_table(tmp_path: Path) -> None:
     assert rows == ["| " + " | ".join(values) + " |" for values in STAFF], text
 
 
+def _ruled_prices(pdf: FPDF) -> None:
+    pdf.multi_cell(0, 6, "Prices, in a ruled table.")
+    with pdf.table(col_widths=(30, 60, 30)) as table:
+        for values in PRICES:
+            row = table.row()
+            for value in values:
+                row.cell(value)
+
+
+def test_an_unruled_table_beside_a_ruled_one_is_a_table_too(tmp_path: Path) -> None:
+    """A page with a ruled table still has its unruled ones found (outside the ruled table's box)."""
+    pdf = FPDF()
+    pdf.set_font("helvetica", size=11)
+    pdf.add_page()
+    _ruled_prices(pdf)
+    pdf.set_xy(10, 120)
+    pdf.cell(0, 6, "Who sits where.")
+    for number, values in enumerate(STAFF):
+        for column, value in enumerate(values):
+            pdf.text(20 + 50 * column, 140 + 8 * number, value)
+    path = tmp_path / "both.pdf"
+    pdf.output(str(path))
+    text = read_pdf(path.read_bytes()).text
+    rows = [line for line in text.split("\n") if line.startswith("| ") and "---" not in line]
+    assert rows == ["| " + " | ".join(values) + " |" for values in [*PRICES, *STAFF]], text
+    assert text.index("Prices, in a ruled table.") < text.index("| SKU |") < text.index("Who sits where.")
+    assert text.index("Who sits where.") < text.index("| Name | Team | Room |")
+
+
+def test_prose_in_columns_beside_a_ruled_table_stays_prose(tmp_path: Path) -> None:
+    pdf = FPDF()
+    pdf.set_font("helvetica", size=11)
+    pdf.add_page()
+    _ruled_prices(pdf)
+    pdf.set_y(90)
+    columns = pdf.text_columns(ncols=2, gutter=10, text_align="LEFT")
+    columns.write(" ".join(f"Pears sentence {n} on the left side of the page." for n in range(12)))
+    columns.new_column()
+    columns.write(" ".join(f"Plums sentence {n} on the right side of the page." for n in range(12)))
+    columns.render()
+    path = tmp_path / "prose.pdf"
+    pdf.output(str(path))
+    text = read_pdf(path.read_bytes()).text
+    rows = [line for line in text.split("\n") if line.startswith("| ") and "---" not in line]
+    assert rows == ["| " + " | ".join(values) + " |" for values in PRICES], text
+    assert text.index("Pears sentence 11") < text.index("Plums sentence 0"), "left column first"
+
+
 def test_two_columns_of_prose_are_not_a_table(tmp_path: Path) -> None:
     """Prose in two aligned columns lines up like a table's cells; it must still read as prose."""
     pdf = FPDF()

@@ -42,6 +42,16 @@ NOISE = {
 }
 
 
+FOLDERS = {"_static/": "site navigation", "_sources/": "site navigation", "dist/": "generated"}
+"""The noise folders a default rule matches whole: skipped unwalked, reported once each."""
+
+SKIPPED = {
+    **{name: category for name, (category, _) in NOISE.items() if not name.startswith(tuple(FOLDERS))},
+    **FOLDERS,
+}
+"""What a default run reports skipped: the noise files outside those folders, then the folders."""
+
+
 @pytest.fixture
 def site(tmp_path: Path) -> Path:
     """A documentation folder as a new user has one: 4 documents and 14 files of noise."""
@@ -67,10 +77,11 @@ def test_noise_is_skipped_by_default_and_counted_by_category(
     async def go() -> None:
         async with _index(tmp_path, onnx, use_git=False) as index:
             report = await index.index_paths([site])
-            assert report.files_found == len(DOCUMENTS) + len(NOISE) == 18
+            # the files of _static/, _sources/ and dist/ are never listed: not found, not counted
+            assert report.files_found == len(DOCUMENTS) + len(NOISE) - 3 == 15
             assert report.files_indexed == len(DOCUMENTS) == report.files_total
             skipped = {s.path: skip_category(s.reason) for s in report.skipped}
-            assert skipped == {name: category for name, (category, _) in NOISE.items()}
+            assert skipped == SKIPPED
             assert dict(skip_summary([s.reason for s in report.skipped])) == {
                 "stylesheets and scripts": 4,
                 "site navigation": 5,
@@ -78,16 +89,19 @@ def test_noise_is_skipped_by_default_and_counted_by_category(
                 "generated": 3,
             }
             assert found_line(report) == (
-                "files found 18: 4 indexed, 0 unchanged, 14 skipped (site navigation 5, "
-                "stylesheets and scripts 4, generated 3, images and media 2)"
+                "files found 15: 4 indexed, 0 unchanged, 11 skipped (stylesheets and scripts 4, "
+                "site navigation 3, generated 2, images and media 2); 3 folders not walked "
+                "(site navigation 2, generated 1)"
             )
+            reason = next(s.reason for s in report.skipped if s.path == "dist/")
+            assert reason.startswith("generated file, skipped by default ('dist/'; a folder, not walked")
             paths = set((await index.collection.rows(columns=["path"]))["path"].to_pylist())  # type: ignore[union-attr]
             assert {Path(p).relative_to(site).as_posix() for p in paths} == set(DOCUMENTS)
             reason = next(s.reason for s in report.skipped if s.path == "css/custom.css")
             assert reason.startswith("stylesheet or script, skipped by default") and "include" in reason
 
             again = await index.index_paths([site])
-            assert (again.files_found, again.files_unchanged, len(again.skipped)) == (18, 4, 14)
+            assert (again.files_found, again.files_unchanged, len(again.skipped)) == (15, 4, 14)
 
     anyio.run(go)
 
@@ -106,9 +120,12 @@ def test_include_and_skip_override_the_defaults(tmp_path: Path, site: Path, onnx
             }
             assert "css/custom.css" in paths and "_sources/index.md.txt" in paths
             assert "src/app.js" not in paths and report.files_deleted == 1  # now skipped: its chunks go
-            (reason,) = [s.reason for s in report.skipped if s.path == "src/app.js"]
-            assert reason == "matched index.skip ('src/')" and skip_category(reason) == "index.skip"
-            assert report.files_found == 18
+            (reason,) = [s.reason for s in report.skipped if s.path == "src/"]  # a folder, not walked
+            assert reason == "matched index.skip ('src/'; a folder, not walked)"
+            assert skip_category(reason) == "index.skip"
+            # with include patterns the defaults skip file by file (an included file may lie in _sources/)
+            assert {"_static/doctools.js", "dist/bundle.md"} <= {s.path for s in report.skipped}
+            assert report.files_found == 17
 
     anyio.run(go)
 
@@ -160,6 +177,30 @@ def test_skip_rules_patterns() -> None:
     assert SkipRules.of(defaults=False).reason("nav.html") is None
 
 
+def test_folders_a_rule_matches_whole_are_not_walked(tmp_path: Path) -> None:
+    from simone.providers.documents import SkippedFile, discover, skipped_counts
+
+    rules = SkipRules()
+    assert rules.folder_reason("docs/_build/") is not None and rules.folder_reason("build/")
+    assert rules.folder_reason("static/") is None, "only the scripts inside an asset folder are noise"
+    assert rules.folder_reason("guides/") is None
+    assert SkipRules.of(include=["*.md"]).folder_reason("build/") is None, "includes: file by file"
+    assert SkipRules.of(skip=["drafts/"], include=["*.md"]).folder_reason("a/drafts/") == (
+        "matched index.skip ('drafts/'; a folder, not walked)"
+    )
+    root = tmp_path / "tree"
+    for name in ("keep/a.md", "build/out.md", "build/deep/x/y.md", "static/js/app.js", "static/guide.md"):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text("# x\n")
+    found = list(discover([root], max_file_bytes=10_000, prune=rules.folder_reason))
+    folders = [item.path for item in found if isinstance(item, SkippedFile)]
+    listed = sorted(item.display for item in found if not isinstance(item, SkippedFile))
+    assert folders == ["build/"] and listed == ["keep/a.md", "static/guide.md", "static/js/app.js"]
+    assert skipped_counts([item for item in found if isinstance(item, SkippedFile)]) == (
+        "0 skipped; 1 folder not walked (generated 1)"
+    )
+
+
 @pytest.fixture
 def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
     for key in list(os.environ):
@@ -177,16 +218,18 @@ def test_cli_prints_one_summary_line_and_lists_noise_only_when_verbose(
     assert main(["--data-dir", data, "index", str(site)]) == 0
     out = capsys.readouterr().out
     assert (
-        "files found 19: 4 indexed, 0 unchanged, 15 skipped (site navigation 5, stylesheets and scripts 4"
+        "files found 16: 4 indexed, 0 unchanged, 12 skipped (stylesheets and scripts 4, site navigation 3"
         in out
     )
+    assert "; 3 folders not walked (site navigation 2, generated 1)" in out
     assert "skipped empty.md: empty file" in out
     assert "nav.html" not in out and "logo.png" not in out  # counted, not listed
 
     assert main(["--data-dir", data, "index", str(site), "--verbose"]) == 0
     out = capsys.readouterr().out
-    assert "files found 19: 0 indexed, 4 unchanged, 15 skipped" in out
+    assert "files found 16: 0 indexed, 4 unchanged, 12 skipped" in out
     assert "skipped nav.html: site navigation, skipped by default" in out
+    assert "skipped _static/: site navigation, skipped by default ('_static/'; a folder, not walked" in out
     assert "skipped img/logo.png: image or media, skipped by default" in out
 
     assert (

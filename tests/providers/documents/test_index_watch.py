@@ -10,6 +10,7 @@ import shutil
 import subprocess
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -238,3 +239,70 @@ def test_serve_keeps_the_watched_folders_fresh(tmp_path: Path) -> None:
 
     anyio.run(go)
     assert lines[0] == "keeping 1 folder(s) fresh, every 5 s ([index] watch)"
+
+
+class _CountingEmbedder:
+    """A real embedder (the runtime's own) that counts the document texts it is asked to embed."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.documents = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    @property
+    def space(self) -> Any:
+        return self.inner.space
+
+    async def embed(self, texts: Any, *, kind: Any = "document") -> Any:
+        if kind == "document":
+            self.documents += len(texts)
+        return await self.inner.embed(texts, kind=kind)
+
+
+def test_serve_refreshes_with_the_runtime_s_embedding_chain(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One worker: the refresh runs beside the open runtime and embeds with the chain it published."""
+    import functools
+
+    from simone.agents._runtime import Runtime
+    from simone.agents.cli._refresh import refreshing
+    from simone.agents.serve._app import ServeOptions, create_app
+    from simone.providers.documents import DOCUMENT_INDEX
+    from simone.runtime import EMBEDDING_CHAIN, Settings
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "oncall.md").write_text("# On call\n\nThe on-call rotation changes every Monday.\n")
+    settings = Settings(
+        data_dir=tmp_path / "data",
+        embeddings={"cache": False, "chain": ["onnx"], "onnx_threads": 1},
+        index=IndexSettings(watch=[docs], refresh_seconds=5),
+    )
+    seen: dict[str, Any] = {}
+
+    def beside(runtime: Runtime) -> Any:
+        chain = runtime.published.get(EMBEDDING_CHAIN)
+        index = runtime.published.get(DOCUMENT_INDEX)
+        assert chain is not None and index is not None and index.chain is chain
+        counting = _CountingEmbedder(chain.embedders[0])
+        seen["counting"] = counting
+        runtime.published.put(EMBEDDING_CHAIN, EmbeddingChain([counting]))  # type: ignore[list-item]
+        return functools.partial(refreshing, settings)(runtime)
+
+    app = create_app(settings, ServeOptions(open_actor="tester"), beside=beside)
+
+    async def go() -> None:
+        async with app.router.lifespan_context(app):
+            said: list[str] = []
+
+            async def refreshed() -> bool:
+                said.append(capsys.readouterr().err)
+                return "refreshed the index: 1 file(s) indexed" in "".join(said)
+
+            await _until(refreshed, "the first refresh beside the served runtime")
+        assert seen["counting"].documents >= 1, "the refresh embedded with the runtime's chain"
+
+    anyio.run(go)

@@ -158,6 +158,36 @@ def test_ray_writes_the_local_index_and_reruns_ship_nothing(cluster: None, tmp_p
     anyio.run(go)
 
 
+def test_ray_stores_the_locator_base_paths_a_local_run_stores(cluster: None, tmp_path: Path) -> None:
+    """``[index] locator_base``: the driver decides unchanged files by their stored (relative) paths."""
+    docs = _corpus(tmp_path / "docs", count=6)
+
+    async def go() -> None:
+        base = {"locator_base": str(docs), "use_git": False}
+        local_settings, ray_settings = (
+            _settings(tmp_path, "local", **base),
+            _settings(tmp_path, "ray", **base),
+        )
+        async with DocumentIndex.open(local_settings) as local:
+            first_local = await local.index_paths([docs])
+            local_rows = await _rows(local)
+        assert all(not path.startswith("/") for path in local_rows["path"]), local_rows["path"]
+        async with (
+            RayExecutor.from_settings(ray_settings, workers=1) as executor,
+            DocumentIndex.open(ray_settings) as remote,
+        ):
+            first = await remote.index_paths([docs], executor=executor)
+            assert [s.path for s in first.skipped] == [s.path for s in first_local.skipped]
+            _same(local_rows, await _rows(remote))
+            shipped = executor.stats.files_shipped
+            again = await remote.index_paths([docs], executor=executor)
+            assert again.files_unchanged == again.files_total - 1 and again.chunks == 0
+            assert executor.stats.files_shipped == shipped + 1, "only the failing file is read again"
+            assert executor.stats.files_kept >= again.files_total - 1
+
+    anyio.run(go)
+
+
 def test_a_killed_worker_is_restarted_and_the_rows_are_complete(cluster: None, tmp_path: Path) -> None:
     docs = _corpus(tmp_path / "docs", count=8)
 
