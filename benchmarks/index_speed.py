@@ -202,12 +202,21 @@ async def ensure_text_fts(collection: Any) -> float:
 
 
 async def engine_comparison(
-    big_index: DocumentIndex, exact_index: DocumentIndex, queries: list[str], nprobes: int
+    big_index: DocumentIndex,
+    exact_index: DocumentIndex,
+    queries: list[str],
+    nprobes: int,
+    *,
+    depth: int = 10,
+    at_our_depth: bool = True,
 ) -> dict[str, Any]:
     """simone's hybrid beside LanceDB's own hybrid, interleaved query by query (see step 5).
 
     LanceDB's query probes as many partitions as simone's vector leg does: ``nprobes`` raised to
     ``ann_probe_share`` of the index's partitions (60 of 1,000 at 1M rows), as ``search_vector`` does.
+    ``depth`` is LanceDB's per-search limit (its hybrid as a user writes it at 10; recall@10 against
+    its exact search at the same depth); ``at_our_depth`` also times it at simone's ``leg_candidates``
+    (information only; benchmarks/frontier.py turns it off and sets ``depth`` instead).
     """
     collection = big_index.collection
     assert collection is not None
@@ -227,7 +236,7 @@ async def engine_comparison(
     ours: list[float] = []
     theirs: list[float] = []
     theirs_deep: list[float] = []
-    depth = big_index.settings.leg_candidates
+    our_depth = big_index.settings.leg_candidates
     theirs_embed: list[float] = []
     recall_ours: list[float] = []
     recall_theirs: list[float] = []
@@ -251,15 +260,17 @@ async def engine_comparison(
         started = time.perf_counter()
         vectors = await big_index.chain.embed([text], space=space, kind="query")
         embedded = time.perf_counter()
-        ids = await lancedb_hybrid(collection, vectors[0], text, nprobes)
+        ids = await lancedb_hybrid(collection, vectors[0], text, nprobes, depth=depth)
         theirs.append((time.perf_counter() - started) * 1000)
         theirs_embed.append((embedded - started) * 1000)
         return ids
 
     async def run_theirs_deep(text: str) -> None:
+        if not at_our_depth:
+            return
         started = time.perf_counter()
         vectors = await big_index.chain.embed([text], space=space, kind="query")
-        await lancedb_hybrid(collection, vectors[0], text, nprobes, depth=depth)
+        await lancedb_hybrid(collection, vectors[0], text, nprobes, depth=our_depth)
         theirs_deep.append((time.perf_counter() - started) * 1000)
 
     for _ in range(3):  # warm-up: both paths, caches and the lazily opened indexes
@@ -289,7 +300,7 @@ async def engine_comparison(
             ).evidence
         ]
         vectors = await big_index.chain.embed([text], space=space, kind="query")
-        exact_other = await lancedb_hybrid(collection, vectors[0], text, nprobes, exact=True)
+        exact_other = await lancedb_hybrid(collection, vectors[0], text, nprobes, exact=True, depth=depth)
         recall_ours.append(len(set(mine) & set(exact_mine)) / max(1, len(exact_mine)))
         recall_theirs.append(len(set(other) & set(exact_other)) / max(1, len(exact_other)))
     per_leg = {name: _stats(values) for name, values in legs.items()}
@@ -299,9 +310,13 @@ async def engine_comparison(
         "nprobes": nprobes,
         "legs": per_leg,
         "slowest_leg": slowest,
-        "simone_hybrid": _stats(ours),
-        "lancedb_hybrid_at_our_depth": {**_stats(theirs_deep), "candidates_per_search": depth},
-        "lancedb_hybrid": _stats(theirs),
+        "simone_hybrid": {**_stats(ours), "candidates_per_leg": our_depth},
+        **(
+            {"lancedb_hybrid_at_our_depth": {**_stats(theirs_deep), "candidates_per_search": our_depth}}
+            if at_our_depth
+            else {}
+        ),
+        "lancedb_hybrid": {**_stats(theirs), "candidates_per_search": depth},
         "lancedb_query_embedding": _stats(theirs_embed),
         "recall@10_vs_exact": {
             "simone_hybrid": round(float(np.mean(recall_ours)), 4),
@@ -390,39 +405,54 @@ def engine_summary(result: dict[str, Any], rows: int) -> list[dict[str, Any]]:
     ]
 
 
+def engine_settings(rows: int) -> Settings:
+    """The settings of the kept engine table of ``rows`` chunks (``benchmarks/.cache/index-speed-engine[-N]``).
+
+    The embedding cache is on here (only the query path is measured): a copy of another benchmark's
+    cache (``embedding-cache.sqlite3`` in that folder) saves embedding the corpus again.
+    """
+    work = CACHE / ("index-speed-engine" if rows == 100_000 else f"index-speed-engine-{rows}")
+    config = settings(work)
+    return config.model_copy(update={"embeddings": config.embeddings.model_copy(update={"cache": True})})
+
+
+async def engine_table(index: DocumentIndex, config: Settings, data_dir: Path, rows: int, docs: int) -> Any:
+    """The kept ``synthetic`` table of ``rows`` chunks beside ``index``'s SciFact collection.
+
+    Built once (the SciFact collection indexed first when missing, then synthesised, the default ANN
+    kind built) and kept; LanceDB's FTS on ``text`` is added when missing.
+    """
+    big = await index.store.open_collection("synthetic")
+    if big is None or await big.count() != rows or await big.vector_index() is None:
+        if big is not None:
+            await index.store.db.drop_table("synthetic")
+        corpus = load_jsonl(data_dir / "scifact" / "corpus.jsonl")[:docs]
+        folder = write_corpus(corpus, CACHE / f"scifact-docs-{len(corpus)}")
+        if index.collection is None:
+            print(f"indexing {len(corpus):,} docs …", file=sys.stderr)
+            await index.index_paths([folder])
+        source = index.collection
+        assert source is not None
+        print(f"synthesising {rows:,} chunks …", file=sys.stderr)
+        big = await synthesise(index, source, rows)
+        started = time.perf_counter()
+        await big.build_ann(config.index.ann_index, rows)
+        print(f"  {config.index.ann_index} built in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    fts_s = await ensure_text_fts(big)
+    if fts_s:
+        print(f"  LanceDB FTS on text built in {fts_s:.1f} s", file=sys.stderr)
+    return big
+
+
 async def engine_only(args: argparse.Namespace) -> None:
     """Step 5 alone: the 100k table (built once, kept), then the comparison with LanceDB's hybrid."""
     data_dir = Path(args.data_dir)
     queries = [q["text"] for q in load_jsonl(data_dir / "scifact" / "queries-train.jsonl")][: args.queries]
     default = args.rows == 100_000
-    work = CACHE / ("index-speed-engine" if default else f"index-speed-engine-{args.rows}")
-    # the embedding cache is on here (only the query path is measured): a copy of another benchmark's
-    # cache (``embedding-cache.sqlite3`` in this folder) saves embedding the corpus again
-    config = settings(work)
-    config = config.model_copy(update={"embeddings": config.embeddings.model_copy(update={"cache": True})})
+    config = engine_settings(args.rows)
     payload: dict[str, Any] = {"python": platform.python_version(), "lancedb": lancedb.__version__}
     async with DocumentIndex.open(config, collection="scifact") as index:
-        big = await index.store.open_collection("synthetic")
-        if big is None or await big.count() != args.rows or await big.vector_index() is None:
-            if big is not None:
-                await index.store.db.drop_table("synthetic")
-            corpus = load_jsonl(data_dir / "scifact" / "corpus.jsonl")[: args.docs]
-            folder = write_corpus(corpus, CACHE / f"scifact-docs-{len(corpus)}")
-            if index.collection is None:
-                print(f"indexing {len(corpus):,} docs …", file=sys.stderr)
-                await index.index_paths([folder])
-            source = index.collection
-            assert source is not None
-            print(f"synthesising {args.rows:,} chunks …", file=sys.stderr)
-            big = await synthesise(index, source, args.rows)
-            started = time.perf_counter()
-            await big.build_ann(config.index.ann_index, args.rows)
-            print(
-                f"  {config.index.ann_index} built in {time.perf_counter() - started:.1f} s", file=sys.stderr
-            )
-        fts_s = await ensure_text_fts(big)
-        if fts_s:
-            print(f"  LanceDB FTS on text built in {fts_s:.1f} s", file=sys.stderr)
+        big = await engine_table(index, config, data_dir, args.rows, args.docs)
         big_index = await DocumentIndex(
             index.store, index.chain, analyzer=index.analyzer, settings=config.index, collection="synthetic"
         ).__aenter__()

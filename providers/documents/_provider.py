@@ -48,6 +48,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
 from simone.providers.documents._calibration import relevance_rule
 from simone.providers.documents._chunker import chunk_locator
 from simone.providers.documents._index import DocumentIndex
@@ -116,16 +117,25 @@ class _Search:
     timings: dict[str, float] = field(default_factory=dict)
     top_terms: set[str] = field(default_factory=set)
     versions: dict[int, int] = field(default_factory=dict)
-    """Each searched table's version (by ``id``), taken once before the legs run."""
+    """Each searched table's version (by ``id``), taken once before any leg's search starts."""
+    versions_lock: anyio.Lock = field(default_factory=anyio.Lock)
 
     async def take_versions(self) -> None:
-        """Take the version of every table the legs search, before they start (see ``Collection.version``)."""
-        for table in (self.collection, *(table for _, table in self.semantic)):
-            if id(table) not in self.versions:
-                self.versions[id(table)] = await table.version()
+        """Take the version of every table the legs search (see ``Collection.version``), once.
+
+        The first leg to need them takes them all, before its search: in hybrid mode the lexical leg
+        while the semantic legs embed the query, so the call (~0.5 ms at 100k rows) is off the
+        semantic leg's path; a leg coming later waits for them, so no search starts before they are
+        taken (a version call queues behind a running search).
+        """
+        async with self.versions_lock:
+            for table in (self.collection, *(table for _, table in self.semantic)):
+                if id(table) not in self.versions:
+                    self.versions[id(table)] = await table.version()
 
     async def leg_where(self, table: Collection) -> str:
         """The legs leave out a project test every row passes; rows are checked for it when read."""
+        await self.take_versions()
         only = await table.only_projects(self.projects, self.versions.get(id(table)))
         return self.unscoped if only else self.where
 
@@ -170,7 +180,6 @@ class DocumentIndexProvider:
             ProviderUnavailable: LanceDB failed (and no leg could answer).
         """
         search = self._plan(request, context)
-        await search.take_versions()
         results = await self._run(search, context)
         judged = self._judge(search, results.hits)
         started = time.perf_counter()
