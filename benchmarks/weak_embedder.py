@@ -11,12 +11,13 @@ truncated to 64 dimensions) behind simone's OpenAI-compatible embedder (``chain 
 OpenAI-compatible server in this process.
 
 For each embedder and set, a fresh collection is indexed and calibrated as ``simone index`` does it
-(``calibrate_missing``: spaces without shipped values get the relevance rule and the vote curve fitted
-from their own chunks; the benchmark's questions are never seen). Then nDCG@10 (documents) of the lexical
-leg, the semantic leg without the relevance rule (``semantic``; a question whose script the model does not
-cover counts 0), semantic mode, plain RRF of the two legs, and hybrid (the product's fusion) — and, for a
-space with a fitted curve, hybrid with the default curve (what such a space got before its vote was
-fitted). The target: hybrid ≥ max(lexical, semantic) − 0.005 in every row.
+(``calibrate_missing``: spaces without shipped values get the relevance rule fitted from their own
+chunks; the benchmark's questions are never seen). Then nDCG@10 (documents) of the lexical leg, the
+semantic leg without the relevance rule (``semantic``; a question whose script the model does not cover
+counts 0), semantic mode, plain RRF of the two legs, and hybrid (the product's fusion: each leg weighted
+by its confidence, a space without a shipped curve on the default one). Also the median weight of the
+semantic leg relative to the lexical leg in hybrid. The target: hybrid ≥ max(lexical, semantic) − 0.005
+in every row.
 
 Sets: SciFact train (5,183 abstracts, 809 claims); XQuAD-R monolingual (each language's 240 paragraphs with
 its own questions, ``--queries`` spread over the 1,190); JSQuAD and KorQuAD tuning halves (``--queries``
@@ -57,7 +58,7 @@ from _index_common import (
     write_corpus,
 )
 from simone.providers.documents import DocumentIndex, DocumentIndexProvider, calibrate, calibrate_missing
-from simone.providers.documents._calibration import vote_curve
+from simone.providers.documents._calibration import has_shipped_calibration
 from simone.runtime import (
     EmbeddingSettings,
     IndexSettings,
@@ -297,13 +298,6 @@ async def rankings(provider: DocumentIndexProvider, text: str) -> tuple[dict[str
     return runs, votes
 
 
-async def hybrid_only(provider: DocumentIndexProvider, text: str) -> list[str]:
-    response = await provider.retrieve(
-        RetrievalRequest.create(text, limit=DEPTH, mode=SearchMode.HYBRID), CONTEXT
-    )
-    return unique_docs(str(e.metadata["path"]) for e in response.evidence)
-
-
 async def run_set(name: str, embeddings: EmbeddingSettings, data: Dataset) -> dict[str, Any]:
     probe_error = ""
     settings = Settings(
@@ -322,8 +316,7 @@ async def run_set(name: str, embeddings: EmbeddingSettings, data: Dataset) -> di
         index_s = time.perf_counter() - started
         table = index.collection
         assert table is not None
-        curve, source = vote_curve(table.space.key, table.calibration)
-        # the fit the space would get, for the bundled model too (its shipped curve is used instead)
+        # the rule the space would get, for the bundled model too (its shipped values are used instead)
         probe = table.calibration
         if probe is None:
             try:
@@ -342,15 +335,6 @@ async def run_set(name: str, embeddings: EmbeddingSettings, data: Dataset) -> di
             if semantic_weights and "lexical" in votes:
                 weights.append(semantic_weights[0] / max(votes["lexical"]["weight"], 1e-12))
         eval_s = time.perf_counter() - started
-        if source == "fitted":
-            # what this space got before its vote was fitted: the default curve, same rule
-            fitted = table.calibration
-            assert fitted is not None
-            table.calibration = dataclasses.replace(fitted, vote_intercept=None, vote_slope=None)
-            try:
-                runs["hybrid, default curve"] = {q: await hybrid_only(provider, t) for q, t in data.queries}
-            finally:
-                table.calibration = fitted
     ids = [q for q, _ in data.queries]
     scores = {
         run: round(float(np.mean([ndcg_at(ranking.get(q, []), data.qrels[q]) for q in ids])), 4)
@@ -363,17 +347,14 @@ async def run_set(name: str, embeddings: EmbeddingSettings, data: Dataset) -> di
         "questions": len(ids),
         "chunks": report.chunks,
         "space": table.space.key,
-        "vote_curve": {"source": source, "intercept": curve.intercept, "slope": curve.slopes[0]},
-        "fitted_vote": {
-            "intercept": probe.vote_intercept,
-            "slope": probe.vote_slope,
-            "top_share": probe.top_share,
-        }
-        if probe is not None
-        else {"error": probe_error},
+        "rule": "fitted"
+        if table.calibration is not None
+        else "shipped"
+        if has_shipped_calibration(table.space.key)
+        else "default",
         "fitted_rule": {"margin": probe.margin, "band": probe.band, "floor": probe.floor}
         if probe is not None
-        else None,
+        else {"error": probe_error},
         "calibrated_now": sorted(fits),
         "ndcg@10": scores,
         "semantic_weight_vs_lexical_median": round(float(np.median(weights)), 4) if weights else None,
@@ -389,26 +370,18 @@ async def run_set(name: str, embeddings: EmbeddingSettings, data: Dataset) -> di
 
 def table(rows: list[dict[str, Any]]) -> str:
     head = (
-        "| embedder | set | questions | lexical | semantic | semantic mode | plain RRF | hybrid | hybrid − best leg | "
-        "default curve → hybrid | vote curve (source) | fitted from its chunks | target |"
+        "| embedder | set | questions | lexical | semantic | semantic mode | plain RRF | hybrid | "
+        "hybrid − best leg | semantic weight / lexical (median) | relevance rule | target |"
     )
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for row in rows:
         s = row["ndcg@10"]
-        before = s.get("hybrid, default curve")
-        curve = row["vote_curve"]
-        fit = row["fitted_vote"]
+        weight = row["semantic_weight_vs_lexical_median"]
         lines.append(
-            f"| {row['embedder']} | {row['set']} | {row['questions']} | {s['lexical']:.4f} | {s['semantic']:.4f} | "
-            f"{s['semantic mode']:.4f} | {s['plain RRF']:.4f} | **{s['hybrid']:.4f}** | "
-            f"{row['hybrid_minus_best_leg']:+.4f} | {f'{before:.4f}' if before is not None else '—'} | "
-            f"{curve['intercept']:+.2f} + {curve['slope']:.2f}·m ({curve['source']}) | "
-            + (
-                f"{fit['intercept']:+.2f} + {fit['slope']:.2f}·m, top {fit['top_share']:.2f} | "
-                if "error" not in fit
-                else "too few sentences | "
-            )
-            + f"{'yes' if row['target_met'] else 'NO'} |"
+            f"| {row['embedder']} | {row['set']} | {row['questions']} | {s['lexical']:.4f} | "
+            f"{s['semantic']:.4f} | {s['semantic mode']:.4f} | {s['plain RRF']:.4f} | **{s['hybrid']:.4f}** | "
+            f"{row['hybrid_minus_best_leg']:+.4f} | {f'{weight:.3f}' if weight is not None else '—'} | "
+            f"{row['rule']} | {'yes' if row['target_met'] else 'NO'} |"
         )
     return "\n".join(lines)
 
@@ -453,8 +426,8 @@ async def main(args: argparse.Namespace) -> None:
                 print(
                     f"  {name} {data.name}: lexical {s['lexical']:.4f} semantic {s['semantic']:.4f} "
                     f"plain {s['plain RRF']:.4f} hybrid {s['hybrid']:.4f} "
-                    f"({row['hybrid_minus_best_leg']:+.4f}; curve {row['vote_curve']['source']}, "
-                    f"before {s.get('hybrid, default curve', '—')}) [{row['index_s']} s + {row['eval_s']} s]",
+                    f"({row['hybrid_minus_best_leg']:+.4f}; rule {row['rule']}) "
+                    f"[{row['index_s']} s + {row['eval_s']} s]",
                     file=sys.stderr,
                 )
     print(table(merged(earlier, rows)))
