@@ -20,7 +20,9 @@ prefix) and fused (hybrid), so one run gives both legs' effect and the sum. Sets
 * **SciFact** train: 5,183 abstracts (``# title`` then the abstract), 809 claims (``--scifact-queries``
   for fewer); the heading path is the title only;
 * **XQuAD-R**: the English corpus (240 Wikipedia paragraphs under their article titles), the first
-  ``--xquad-queries`` questions of each language in ``--langs``;
+  ``--xquad-queries`` questions of each language in ``--langs``; ``--sets xquad-mono`` (with
+  ``--langs``): each language's own corpus with its own questions, written to
+  ``heading_path_monolingual.json``;
 * **docs-QA**, the structured set: the docs folders of attrs and click (Markdown and RST with real
   section structure, from the sdists ``benchmarks/answer_quality.py`` downloads into
   ``--docs-cache``), 30 questions, each written for one file: that file is the relevant document.
@@ -242,6 +244,24 @@ async def xquad(data_dir: Path, langs: Sequence[str], limit: int) -> list[dict[s
     return out
 
 
+async def xquad_monolingual(data_dir: Path, langs: Sequence[str], limit: int) -> list[dict[str, Any]]:
+    """Each language's own 240 paragraphs (their titles in that language) with its own questions."""
+    root = data_dir / "xquad-r" / "beir-paragraph"
+    out = []
+    for lang in langs:
+        docs = write_corpus(load_jsonl(root / lang / "corpus.jsonl"), CACHE / f"xquad-{lang}-docs")
+        qrels_file = root / lang / "qrels" / "test.tsv"
+        qrels = load_qrels(qrels_file if qrels_file.exists() else next((root / lang / "qrels").glob("*.tsv")))
+        queries = sorted(
+            ((q["_id"], q["text"]) for q in load_jsonl(root / lang / "queries.jsonl") if q["_id"] in qrels),
+            key=lambda item: item[0],
+        )[:limit]
+        result = await measure(f"xquad-r-{lang}-monolingual", docs, queries, qrels)
+        result["corpus"] = f"xquad-r {lang} (240 paragraphs)"
+        out.append(result)
+    return out
+
+
 def _docs_folder(project: str, version: str, cache: Path) -> Path | str:
     """The project's docs/ folder as benchmarks/answer_quality.py extracts it, or why it is missing."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -344,6 +364,11 @@ async def main(args: argparse.Namespace) -> None:
             data_dir, [lang for lang in args.langs.split(",") if lang], args.xquad_queries
         )
         rows += payload["xquad_r"]
+    if "xquad-mono" in sets:
+        payload["xquad_r_monolingual"] = await xquad_monolingual(
+            data_dir, [lang for lang in args.langs.split(",") if lang], args.xquad_queries
+        )
+        rows += payload["xquad_r_monolingual"]
     if "docs-qa" in sets:
         payload["docs_qa"] = await docs_qa(Path(args.docs_cache))
         rows += payload["docs_qa"].get("projects", [])
@@ -362,11 +387,12 @@ async def main(args: argparse.Namespace) -> None:
             "target": {"on": "ours", "op": ">=", "value": -TOLERANCE},
         }
         for row in checked
-        if row["set"] in ("scifact-train", "xquad-r-en")
+        if row["set"] in ("scifact-train", "xquad-r-en") or row["set"].endswith("-monolingual")
         for mode in (m.value for m in MODES)
         if row["with_minus_without"][mode] is not None
     ]
-    print(f"\nwrote {save(NAME, payload)}")
+    name = f"{NAME}_monolingual" if sets == {"xquad-mono"} else NAME
+    print(f"\nwrote {save(name, payload)}")
 
 
 if __name__ == "__main__":
