@@ -376,7 +376,7 @@ def pooled(results: list[dict[str, Any]], set_name: str) -> dict[str, Any] | Non
         return None
 
     def mean(key: str) -> float:
-        return round(sum(r[key] * r["questions"] for r in mine) / n, 4)
+        return round(float(sum(r[key] * r["questions"] for r in mine)) / float(n), 4)
 
     out: dict[str, Any] = {
         "set": set_name,

@@ -11,11 +11,11 @@ truncated to 64 dimensions) behind simone's OpenAI-compatible embedder (``chain 
 OpenAI-compatible server in this process.
 
 For each embedder and set, a fresh collection is indexed and calibrated as ``simone index`` does it
-(``calibrate_missing``: spaces without shipped values get the relevance rule fitted from their own
-chunks; the benchmark's questions are never seen). Then nDCG@10 (documents) of the lexical leg, the
+(``calibrate_missing``: spaces without shipped values get the relevance rule and the fusion vote
+fitted from their own chunks; the benchmark's questions are never seen). Then nDCG@10 (documents) of the lexical leg, the
 semantic leg without the relevance rule (``semantic``; a question whose script the model does not cover
 counts 0), semantic mode, plain RRF of the two legs, and hybrid (the product's fusion: each leg weighted
-by its confidence, a space without a shipped curve on the default one). Also the median weight of the
+by its confidence, on its vote curve: shipped, fitted or the default). Also the median weight of the
 semantic leg relative to the lexical leg in hybrid. The target: hybrid ≥ max(lexical, semantic) − 0.005
 in every row.
 
@@ -58,7 +58,7 @@ from _index_common import (
     write_corpus,
 )
 from simone.providers.documents import DocumentIndex, DocumentIndexProvider, calibrate, calibrate_missing
-from simone.providers.documents._calibration import has_shipped_calibration
+from simone.providers.documents._calibration import has_shipped_calibration, vote_curve
 from simone.runtime import (
     EmbeddingSettings,
     IndexSettings,
@@ -316,6 +316,7 @@ async def run_set(name: str, embeddings: EmbeddingSettings, data: Dataset) -> di
         index_s = time.perf_counter() - started
         table = index.collection
         assert table is not None
+        curve, curve_source = vote_curve(table.space.key, table.calibration)
         # the rule the space would get, for the bundled model too (its shipped values are used instead)
         probe = table.calibration
         if probe is None:
@@ -352,6 +353,7 @@ async def run_set(name: str, embeddings: EmbeddingSettings, data: Dataset) -> di
         else "shipped"
         if has_shipped_calibration(table.space.key)
         else "default",
+        "vote_curve": {"source": curve_source, "intercept": curve.intercept, "slope": curve.slopes[0]},
         "fitted_rule": {"margin": probe.margin, "band": probe.band, "floor": probe.floor}
         if probe is not None
         else {"error": probe_error},
@@ -371,7 +373,7 @@ async def run_set(name: str, embeddings: EmbeddingSettings, data: Dataset) -> di
 def table(rows: list[dict[str, Any]]) -> str:
     head = (
         "| embedder | set | questions | lexical | semantic | semantic mode | plain RRF | hybrid | "
-        "hybrid − best leg | semantic weight / lexical (median) | relevance rule | target |"
+        "hybrid − best leg | semantic weight / lexical (median) | relevance rule | vote curve | target |"
     )
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for row in rows:
@@ -381,9 +383,16 @@ def table(rows: list[dict[str, Any]]) -> str:
             f"| {row['embedder']} | {row['set']} | {row['questions']} | {s['lexical']:.4f} | "
             f"{s['semantic']:.4f} | {s['semantic mode']:.4f} | {s['plain RRF']:.4f} | **{s['hybrid']:.4f}** | "
             f"{row['hybrid_minus_best_leg']:+.4f} | {f'{weight:.3f}' if weight is not None else '—'} | "
-            f"{row['rule']} | {'yes' if row['target_met'] else 'NO'} |"
+            f"{row['rule']} | {_curve(row)} | {'yes' if row['target_met'] else 'NO'} |"
         )
     return "\n".join(lines)
+
+
+def _curve(row: dict[str, Any]) -> str:
+    curve = row.get("vote_curve")
+    if not curve:
+        return "—"
+    return f"{curve['intercept']:+.2f} + {curve['slope']:.2f}·m ({curve['source']})"
 
 
 def parse_args() -> argparse.Namespace:

@@ -252,6 +252,16 @@ def render_relevance(relevance: dict[str, Any], console: Console) -> None:
     else:
         console.print(f"  [yellow]relevance rule: {values} — not calibrated for this space[/]")
         console.print(f"  [yellow]{escape(relevance['advice'])}[/]")
+    vote = relevance.get("vote")
+    if vote:
+        where = {
+            "shipped": "shipped for this model",
+            "fitted": "fitted for this space",
+            "default": "the default curve (calibrate to fit one)",
+        }[vote["source"]]
+        console.print(
+            f"  fusion vote: log-odds {vote['intercept']:+.2f} + {vote['slope']:.2f} × margin — {where}"
+        )
 
 
 async def backends(settings: Settings) -> dict[str, dict[str, Any]]:

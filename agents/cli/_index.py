@@ -400,6 +400,12 @@ def print_calibration(name: str, fit: SpaceCalibration | str, console: Console) 
         f"band {fit.band:.3f} · floor {fit.floor:.2f} — on {fit.questions} questions from its chunks, own "
         f"chunk kept {fit.default_answered:.0%} → {fit.answered:.0%}; {fit.absent} absent topics left empty "
         f"{fit.default_absent_empty:.0%} → {fit.absent_empty:.0%}"
+        + (
+            f"; fusion vote {fit.vote_intercept:+.2f} + {fit.vote_slope:.2f} × margin (own chunk first "
+            f"{fit.top_share:.0%})"
+            if fit.vote_intercept is not None and fit.vote_slope is not None and fit.top_share is not None
+            else ""
+        )
     )
 
 

@@ -27,6 +27,13 @@ fitted here, from the collection itself:
   band. Margin, floor and band are scanned one at a time from the loosest setting until a round
   changes nothing (:func:`fit_rule`).
 
+The same pseudo-questions fit the semantic leg's **vote** (:func:`fit_vote`): the log-odds that the
+leg's best candidate is the question's own chunk, from its margin (a logistic fit, drawn toward the
+pooled default curve when the sample says little). A space simone ships a curve for (the bundled
+models, fitted on real questions) keeps it; any other space is weighed in the fusion by its fitted
+curve, so a weak model (a static word-vector embedder) whose best candidate is rarely the answer gets
+a small vote however far that candidate stands out (:func:`vote_curve`).
+
 The result, :class:`SpaceCalibration`, is stored **with the space**: in the metadata of the table's
 ``vector`` column, beside the space record in the schema (``simone.calibration``), so it travels with the
 collection (local folder or object store) and another space (another model, another prefix) never reads
@@ -38,8 +45,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import random
 import re
+import statistics
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -50,7 +59,7 @@ import numpy as np
 import pyarrow as pa
 from simone.providers.documents._store import Collection, sql_in
 from simone.runtime import ConfigError, EmbeddingChain, IndexSettings, InvalidRequest, ProviderError
-from simone.runtime.ranking import RelevanceRule, rule_for
+from simone.runtime.ranking import DEFAULT_SEMANTIC_VOTE, RelevanceRule, VoteCurve, rule_for, vote_for
 
 CALIBRATION_KEY = b"simone.calibration"
 """The key of the fitted values in the ``vector`` column's metadata."""
@@ -82,6 +91,11 @@ the same subject would otherwise answer the "absent" question."""
 
 RECALL_SHARE = 0.90
 """The fitted setting answers at least this share of what the loosest setting answers."""
+
+VOTE_PRIOR_SD = (1.0, 8.0)
+"""Standard deviations of the Gaussian prior of the vote fit (intercept, slope) around
+:data:`~simone.runtime.ranking.DEFAULT_SEMANTIC_VOTE`: with 160 pseudo-questions the data decide;
+with a few dozen that all agree, the curve stays finite."""
 
 MARGINS = tuple(round(0.005 * i, 4) for i in range(61))
 """The grid of margins (0 to 0.30)."""
@@ -152,6 +166,9 @@ class SpaceCalibration:
         default_absent_empty: ``absent_empty`` under that rule.
         chunks: rows with a vector in the table when it was fitted.
         fitted_at: when (seconds since the epoch).
+        vote_intercept: the fitted vote curve's intercept (``None``: fitted before votes were).
+        vote_slope: its slope on the leg's margin.
+        top_share: share of the pseudo-questions whose own chunk was the leg's best candidate.
     """
 
     space: str
@@ -166,6 +183,16 @@ class SpaceCalibration:
     default_absent_empty: float
     chunks: int
     fitted_at: float
+    vote_intercept: float | None = None
+    vote_slope: float | None = None
+    top_share: float | None = None
+
+    @property
+    def vote(self) -> VoteCurve | None:
+        """The fitted vote curve (``None`` for a record stored before votes were fitted)."""
+        if self.vote_intercept is None or self.vote_slope is None:
+            return None
+        return VoteCurve(self.vote_intercept, (self.vote_slope,))
 
     def to_json(self) -> str:
         """The stored record (with :data:`CALIBRATION_FORMAT`)."""
@@ -179,6 +206,10 @@ class SpaceCalibration:
             if not isinstance(data, dict) or data.pop("format", None) != CALIBRATION_FORMAT:
                 return None
             calibration = cls(**data)
+            if calibration.vote is not None and not all(
+                math.isfinite(v) for v in (calibration.vote.intercept, *calibration.vote.slopes)
+            ):
+                return None
             RelevanceRule(margin=calibration.margin, band=calibration.band, floor=calibration.floor)
         except (ValueError, TypeError, ConfigError):
             return None
@@ -248,6 +279,29 @@ def relevance_rule(
         band=calibration.band if band is None else band,
         floor=calibration.floor,
     )
+
+
+def has_shipped_vote(space_key: str) -> bool:
+    """Whether simone ships a vote curve for the space's model (fitted on real questions)."""
+    return vote_for(space_key) != DEFAULT_SEMANTIC_VOTE
+
+
+def vote_curve(space_key: str, calibration: SpaceCalibration | None) -> tuple[VoteCurve, str]:
+    """The curve that weighs a semantic leg of ``space_key`` in the fusion, and where it comes from.
+
+    ``shipped`` (the bundled models: curves fitted on real questions win over 160 pseudo-questions),
+    then ``fitted`` (stored with the space by :func:`calibrate`), then ``default`` (both shipped
+    models' questions pooled).
+    """
+    if has_shipped_vote(space_key):
+        return vote_for(space_key), "shipped"
+    if (
+        calibration is not None
+        and calibration.space == space_key
+        and (fitted := calibration.vote) is not None
+    ):
+        return fitted, "fitted"
+    return DEFAULT_SEMANTIC_VOTE, "default"
 
 
 # -- the sample -------------------------------------------------------------------------------------
@@ -456,6 +510,53 @@ def fit_rule(
     return chosen
 
 
+def fit_vote(
+    on_topic: Sequence[_Scored], prior: VoteCurve = DEFAULT_SEMANTIC_VOTE
+) -> tuple[VoteCurve, float]:
+    """The semantic leg's vote curve from the pseudo-questions, and the share answered first.
+
+    A logistic fit of "the own chunk is the leg's best candidate" on the leg's margin (best
+    similarity − the candidates' median, as :meth:`~simone.runtime.ranking.RelevanceRule.judge`
+    measures it at search time), by damped Newton steps on the posterior with a Gaussian prior around
+    ``prior`` (:data:`VOTE_PRIOR_SD`). A question whose own chunk was not among the candidates counts
+    as a miss.
+    """
+    rows = [
+        (scored.similarities[0] - statistics.median(scored.similarities), scored.answer == 0)
+        for scored in on_topic
+        if scored.similarities
+    ]
+    if not rows:
+        return prior, 0.0
+    x = np.array([[1.0, margin] for margin, _ in rows])
+    y = np.array([1.0 if first else 0.0 for _, first in rows])
+    mean = np.array([prior.intercept, prior.slopes[0]])
+    precision = np.diag([1.0 / sd**2 for sd in VOTE_PRIOR_SD])
+
+    def log_posterior(w: np.ndarray) -> float:
+        z = x @ w
+        return float(np.sum(y * z - np.logaddexp(0.0, z)) - 0.5 * (w - mean) @ precision @ (w - mean))
+
+    w = mean.copy()
+    current = log_posterior(w)
+    for _ in range(100):
+        p = 0.5 * (1.0 + np.tanh(0.5 * (x @ w)))
+        gradient = x.T @ (y - p) - precision @ (w - mean)
+        hessian = x.T @ (x * (p * (1.0 - p))[:, None]) + precision
+        step = np.linalg.solve(hessian, gradient)
+        # Newton's step, halved until the posterior rises (a full step overshoots from a prior
+        # far from the data, where every p is near 0 or 1)
+        scale = 1.0
+        while scale > 1e-6 and (candidate := log_posterior(w + scale * step)) < current:
+            scale /= 2
+        if scale <= 1e-6:
+            break
+        w, current = w + scale * step, candidate
+        if float(np.max(np.abs(scale * step))) < 1e-9:
+            break
+    return VoteCurve(round(float(w[0]), 4), (round(float(w[1]), 4),)), float(np.mean(y))
+
+
 # -- the whole run ----------------------------------------------------------------------------------
 
 
@@ -535,6 +636,7 @@ async def calibrate(
     base = rule_for(collection.space.key)
     rule, outcome = await anyio.to_thread.run_sync(fit_rule, base, on_topic, absent)
     before = _outcome(base, on_topic, absent)
+    vote, top_share = fit_vote(on_topic)
     calibration = SpaceCalibration(
         space=collection.space.key,
         margin=rule.margin,
@@ -548,6 +650,9 @@ async def calibrate(
         default_absent_empty=round(before.absent_empty, 4),
         chunks=sample.chunks,
         fitted_at=round(time.time(), 3),
+        vote_intercept=vote.intercept,
+        vote_slope=vote.slopes[0],
+        top_share=round(top_share, 4),
     )
     if store:
         await store_calibration(collection, calibration)
@@ -581,13 +686,21 @@ def relevance_report(table: Collection, settings: IndexSettings | None = None) -
     ``source`` is ``settings`` (``[index] relevance_margin``/``relevance_band`` set), ``fitted`` (stored
     with the space), ``shipped`` (the bundled models' values) or ``default`` (a space nobody
     calibrated: the rule's generic values, with ``advice`` to run ``simone index --calibrate``).
+    ``vote`` is the curve that weighs the leg in hybrid fusion (``source``: ``shipped``, ``fitted`` or
+    ``default``; see :func:`vote_curve`).
     """
     settings = settings or IndexSettings()
     key = table.space.key
     rule = relevance_rule(
         key, table.calibration, margin=settings.relevance_margin, band=settings.relevance_band
     )
-    report: dict[str, Any] = {"margin": rule.margin, "band": rule.band, "floor": rule.floor}
+    curve, curve_source = vote_curve(key, table.calibration)
+    report: dict[str, Any] = {
+        "margin": rule.margin,
+        "band": rule.band,
+        "floor": rule.floor,
+        "vote": {"source": curve_source, "intercept": curve.intercept, "slope": curve.slopes[0]},
+    }
     if table.calibration is not None:
         report["fitted"] = table.calibration.to_dict()
     if settings.relevance_margin is not None or settings.relevance_band is not None:

@@ -11,7 +11,9 @@
 
 **Confidence-weighted fusion.** Each leg votes with the odds that its best candidate is the answer,
 read off how far that candidate stands out (:class:`~simone.runtime.ranking.VoteCurve`: a semantic leg's
-margin, the lexical leg's term coverage and BM25 standout), raised to
+margin on its space's curve — shipped for the bundled models, fitted from the collection's own chunks
+by calibration for any other space, so a weak model earns a small vote —, the lexical leg's term
+coverage and BM25 standout), raised to
 :data:`~simone.runtime.ranking.VOTE_SHARPNESS` and relative to the most confident leg. A leg whose best
 candidate does not stand out (an absent topic, a question it half understands) hardly moves the
 ranking; a lexical hit holding most of the question's words is not reordered by a semantic leg that
@@ -49,7 +51,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-from simone.providers.documents._calibration import relevance_rule
+from simone.providers.documents._calibration import relevance_rule, vote_curve
 from simone.providers.documents._chunker import chunk_locator
 from simone.providers.documents._index import DocumentIndex
 from simone.providers.documents._store import Collection, Hit, build_where, project_of, unpack_row
@@ -79,13 +81,13 @@ from simone.runtime.ranking import (
     LegRank,
     LegResults,
     Pinned,
+    VoteCurve,
     WeightedRRF,
     error_for_failure,
     first_of_each,
     fuse_legs,
     lexical_standout,
     run_legs,
-    vote_for,
 )
 from simone.runtime.text import uncovered_language
 
@@ -323,8 +325,8 @@ class DocumentIndexProvider:
         }
         query_set = set(search.query_terms)
         coverage = len(query_set & search.top_terms) / len(query_set) if query_set else 0.0
-        spaces = {leg: table.space.key for leg, table in search.semantic}
-        rule, votes = _votes(legs, verdicts, spaces, coverage)
+        curves = {leg: vote_curve(table.space.key, table.calibration) for leg, table in search.semantic}
+        rule, votes = _votes(legs, verdicts, curves, coverage)
         return _Judged(verdicts, rule, votes)
 
     async def _evidence(
@@ -554,7 +556,7 @@ def _on_topic(
 def _votes(
     legs: dict[str, list[Hit]],
     judged: dict[str, dict[str, Judgement]],
-    spaces: dict[str, str],
+    curves: Mapping[str, tuple[VoteCurve, str]],
     coverage: float,
 ) -> tuple[FusionRule, dict[str, dict[str, Any]]]:
     """The fusion rule and each leg's confidence and weight for the trace.
@@ -563,7 +565,9 @@ def _votes(
 
     The confidence is the probability that the leg's best candidate is the answer: for the lexical
     leg from ``coverage`` (the share of the question's terms its best hit holds) and its BM25
-    standout, for a semantic leg from its relevance margin on its model's curve. With a single
+    standout, for a semantic leg from its relevance margin on its space's curve (``curves``: shipped
+    for the bundled models, fitted with the space's calibration, or the default; the trace names
+    which as ``curve``). With a single
     answering leg there is nothing to weigh and the trace is empty. The lexical leg's best hit is
     pinned (kept first in the fused order) when its log-odds reach :data:`~simone.runtime.ranking.LEXICAL_PIN`.
     """
@@ -574,12 +578,13 @@ def _votes(
         if leg == LEXICAL:
             log_odds[leg] = LEXICAL_VOTE.log_odds(*lexical_standout([hit.score for hit in hits], coverage))
         else:
-            log_odds[leg] = vote_for(spaces[leg]).log_odds(judged[leg][hits[0].id].margin)
+            log_odds[leg] = curves[leg][0].log_odds(judged[leg][hits[0].id].margin)
     if len(log_odds) < 2:
         return WeightedRRF({}), {}
     weighted = WeightedRRF.from_confidence(log_odds, sharpness=VOTE_SHARPNESS)
     trace: dict[str, dict[str, Any]] = {
         leg: {"confidence": round(_sigmoid(z), 4), "weight": round(weighted.weights[leg], 6)}
+        | ({"curve": curves[leg][1]} if leg in curves else {})
         for leg, z in log_odds.items()
     }
     pinned = None

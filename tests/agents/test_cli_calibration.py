@@ -70,8 +70,14 @@ def test_index_calibrates_a_new_space_once_and_doctor_shows_it(
         fitted["band"],
         fitted["floor"],
     )
+    assert relevance["vote"] == {
+        "source": "fitted",
+        "intercept": fitted["vote_intercept"],
+        "slope": fitted["vote_slope"],
+    }, "the fused vote of the space comes from its own fit"
     code, out, _ = _run(capsys, "--data-dir", data, "doctor")
     assert "calibrated for this space" in out and "not calibrated" not in out
+    assert "fusion vote: log-odds" in out and "fitted for this space" in out, out
 
     # Later runs leave it alone; --calibrate fits again on demand.
     code, out, _ = _run(capsys, "--data-dir", data, "index", str(docs), "--json")
@@ -79,6 +85,7 @@ def test_index_calibrates_a_new_space_once_and_doctor_shows_it(
     code, out, err = _run(capsys, "--data-dir", data, "index", "--calibrate")
     assert code == 0, err
     assert "relevance rule of documents" in out and "calibrated: margin" in out, out
+    assert "fusion vote" in out and "own chunk first" in out, out
     code, out, _ = _run(capsys, "--data-dir", data, "doctor", "--json")
     (collection,) = json.loads(out)["collections"]
     assert collection["relevance"]["fitted"]["fitted_at"] > fitted["fitted_at"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import json
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -37,6 +38,8 @@ from simone.providers.documents._calibration import (
     calibration_of_schema,
     first_sentence,
     fit_rule,
+    fit_vote,
+    vote_curve,
 )
 from simone.providers.embeddings import OpenAIEmbedder
 from simone.runtime import (
@@ -48,7 +51,7 @@ from simone.runtime import (
     SearchMode,
     TrustedContext,
 )
-from simone.runtime.ranking import RelevanceRule, rule_for
+from simone.runtime.ranking import DEFAULT_SEMANTIC_VOTE, RelevanceRule, VoteCurve, rule_for, vote_for
 
 from tests.servers_embedding import EmbeddingServer
 
@@ -329,3 +332,66 @@ def test_the_fit_separates_questions_that_stand_out_from_those_that_do_not() -> 
     assert not any(j.relevant for s in absent for j in rule.judge(s.similarities))
     assert outcome.answered == 1.0 and outcome.absent_empty == 1.0
     assert OTHER_TOPICS, "the fallback absent topics exist"
+
+
+def _pseudo(margins_and_first: list[tuple[float, bool]]) -> list[_Scored]:
+    """Questions whose best candidate stands ``margin`` above a flat crowd; own chunk first or second."""
+    crowd = [0.30] * 20
+    return [
+        _Scored(tuple([0.30 + margin, 0.30 + margin / 2, *crowd]), 0 if first else 1)
+        for margin, first in margins_and_first
+    ]
+
+
+def test_the_vote_is_fitted_from_how_often_the_best_candidate_is_the_own_chunk() -> None:
+    # A strong model: its best candidate is the own chunk whenever it stands out by 0.15 or more.
+    strong = _pseudo([(0.05 + 0.01 * i, 0.05 + 0.01 * i >= 0.15) for i in range(40)])
+    # A weak one: large margins (static word vectors spread similarities), right one time in three.
+    weak = _pseudo([(0.30 + 0.01 * (i % 30), i % 3 == 0) for i in range(90)])
+    strong_curve, strong_share = fit_vote(strong)
+    weak_curve, weak_share = fit_vote(weak)
+    assert strong_share == 0.75 and round(weak_share, 4) == 0.3333
+    assert strong_curve.probability(0.30) > 0.9 > strong_curve.probability(0.05) * 3
+    # the weak model's typical margin reads as the odds it has — about one in three — not as the
+    # near-certainty the default curve gives so large a margin
+    assert 0.2 < weak_curve.probability(0.45) < 0.5 < 0.95 < DEFAULT_SEMANTIC_VOTE.probability(0.45)
+    assert all(abs(v) < 100 for v in (weak_curve.intercept, *weak_curve.slopes)), "a damped, finite fit"
+    assert fit_vote([]) == (DEFAULT_SEMANTIC_VOTE, 0.0)
+
+
+def test_the_vote_curve_comes_from_shipped_then_fitted_then_default_values() -> None:
+    fit = SpaceCalibration(
+        space="openai:m:2", margin=0.05, band=0.02, floor=0.9, questions=30, absent=20, answered=0.9,
+        absent_empty=0.8, default_answered=1.0, default_absent_empty=0.0, chunks=90, fitted_at=1.0,
+        vote_intercept=-1.5, vote_slope=4.0, top_share=0.4,
+    )  # fmt: skip
+    assert vote_curve("openai:m:2", fit) == (VoteCurve(-1.5, (4.0,)), "fitted")
+    assert vote_curve("openai:other:2", fit) == (DEFAULT_SEMANTIC_VOTE, "default"), "another space's fit"
+    old = dataclasses.replace(fit, vote_intercept=None, vote_slope=None, top_share=None)
+    assert vote_curve("openai:m:2", old) == (DEFAULT_SEMANTIC_VOTE, "default"), "fitted before votes were"
+    minilm = "onnx:all-MiniLM-L6-v2:384"
+    assert vote_curve(minilm, dataclasses.replace(fit, space=minilm)) == (vote_for(minilm), "shipped")
+    # records stored before votes were fitted still load; a non-finite curve is refused
+    legacy = {
+        k: v for k, v in fit.to_dict().items() if k not in {"vote_intercept", "vote_slope", "top_share"}
+    }
+    loaded = SpaceCalibration.from_json(json.dumps({"format": 1, **legacy}))
+    assert loaded == old and loaded.vote is None
+    assert SpaceCalibration.from_json(fit.to_json().replace("-1.5", "NaN")) is None
+
+
+def test_a_fitted_space_votes_with_its_own_curve(indexed: Indexed) -> None:
+    fitted = indexed.fitted
+    assert fitted is not None and fitted.vote is not None and fitted.top_share is not None
+    assert 0.0 < fitted.top_share <= 1.0
+
+    async def main() -> dict[str, object]:
+        async with indexed.open() as index:
+            response = await DocumentIndexProvider(index).retrieve(
+                RetrievalRequest.create(ON_TOPIC["csv"], limit=5, mode=SearchMode.HYBRID), CONTEXT
+            )
+            return dict(response.details["votes"])  # type: ignore[arg-type]
+
+    votes = anyio.run(main)
+    assert votes["semantic"]["curve"] == "fitted"  # type: ignore[index]
+    assert "curve" not in votes["lexical"]  # type: ignore[operator]
