@@ -31,8 +31,10 @@ The same pseudo-questions fit the semantic leg's **vote** (:func:`fit_vote`): th
 leg's best candidate is the question's own chunk, from its margin (a logistic fit, drawn toward the
 pooled default curve when the sample says little). A space simone ships a curve for (the bundled
 models, fitted on real questions) keeps it; any other space is weighed in the fusion by its fitted
-curve, so a weak model (a static word-vector embedder) whose best candidate is rarely the answer gets
-a small vote however far that candidate stands out (:func:`vote_curve`).
+curve, so a model whose similarities sit on another scale than the bundled ones (multilingual-e5
+packs them into a narrow band) is read on its own scale rather than taken for unsure
+(:func:`vote_curve`). Pseudo-questions do not tell a weak model from a strong one: anything that
+matches words answers them well (``docs/decisions.md``).
 
 The result, :class:`SpaceCalibration`, is stored **with the space**: in the metadata of the table's
 ``vector`` column, beside the space record in the schema (``simone.calibration``), so it travels with the

@@ -12,7 +12,7 @@
 **Confidence-weighted fusion.** Each leg votes with the odds that its best candidate is the answer,
 read off how far that candidate stands out (:class:`~simone.runtime.ranking.VoteCurve`: a semantic leg's
 margin on its space's curve — shipped for the bundled models, fitted from the collection's own chunks
-by calibration for any other space, so a weak model earns a small vote —, the lexical leg's term
+by calibration for any other space, so a model is read on its own scale —, the lexical leg's term
 coverage and BM25 standout), raised to
 :data:`~simone.runtime.ranking.VOTE_SHARPNESS` and relative to the most confident leg. A leg whose best
 candidate does not stand out (an absent topic, a question it half understands) hardly moves the
