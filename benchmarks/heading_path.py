@@ -227,17 +227,23 @@ async def scifact(data_dir: Path, limit: int) -> dict[str, Any]:
     return result
 
 
+def _questions(root: Path, lang: str, limit: int) -> tuple[list[tuple[str, str]], dict[str, dict[str, int]]]:
+    """The first ``limit`` questions of ``lang`` (by id) that have judgements, and the judgements."""
+    qrels_file = root / lang / "qrels" / "test.tsv"
+    qrels = load_qrels(qrels_file if qrels_file.exists() else next((root / lang / "qrels").glob("*.tsv")))
+    queries = sorted(
+        ((q["_id"], q["text"]) for q in load_jsonl(root / lang / "queries.jsonl") if q["_id"] in qrels),
+        key=lambda item: item[0],
+    )[:limit]
+    return queries, qrels
+
+
 async def xquad(data_dir: Path, langs: Sequence[str], limit: int) -> list[dict[str, Any]]:
     root = data_dir / "xquad-r" / "beir-paragraph"
     docs = write_corpus(load_jsonl(root / "en" / "corpus.jsonl"), CACHE / "xquad-en-docs")
     out = []
     for lang in langs:
-        qrels_file = root / lang / "qrels" / "test.tsv"
-        qrels = load_qrels(qrels_file if qrels_file.exists() else next((root / lang / "qrels").glob("*.tsv")))
-        queries = sorted(
-            ((q["_id"], q["text"]) for q in load_jsonl(root / lang / "queries.jsonl") if q["_id"] in qrels),
-            key=lambda item: item[0],
-        )[:limit]
+        queries, qrels = _questions(root, lang, limit)
         result = await measure(f"xquad-r-{lang}", docs, queries, qrels)
         result["corpus"] = "xquad-r en (240 paragraphs)"
         out.append(result)
@@ -250,12 +256,7 @@ async def xquad_monolingual(data_dir: Path, langs: Sequence[str], limit: int) ->
     out = []
     for lang in langs:
         docs = write_corpus(load_jsonl(root / lang / "corpus.jsonl"), CACHE / f"xquad-{lang}-docs")
-        qrels_file = root / lang / "qrels" / "test.tsv"
-        qrels = load_qrels(qrels_file if qrels_file.exists() else next((root / lang / "qrels").glob("*.tsv")))
-        queries = sorted(
-            ((q["_id"], q["text"]) for q in load_jsonl(root / lang / "queries.jsonl") if q["_id"] in qrels),
-            key=lambda item: item[0],
-        )[:limit]
+        queries, qrels = _questions(root, lang, limit)
         result = await measure(f"xquad-r-{lang}-monolingual", docs, queries, qrels)
         result["corpus"] = f"xquad-r {lang} (240 paragraphs)"
         out.append(result)
