@@ -69,10 +69,12 @@ from simone.runtime.ranking import (
     LEXICAL_PIN,
     LEXICAL_VOTE,
     VOTE_SHARPNESS,
+    HeadThenConsensus,
+    Pinned,
     VoteCurve,
+    WeightedRRF,
     confidence_weights,
     lexical_standout,
-    rrf,
     vote_for,
 )
 
@@ -140,8 +142,15 @@ def replay(
     curves: Callable[[str, str], VoteCurve],
     sharpness: float,
     pin: float | None = LEXICAL_PIN,
+    surest: bool = False,
 ) -> list[str]:
-    """The provider's answer (doc ids) rebuilt from the recorded legs (see DocumentIndexProvider._evidence)."""
+    """The provider's answer (doc ids) rebuilt from the recorded legs (see DocumentIndexProvider._evidence).
+
+    ``surest``: the pin also needs the lexical leg to be the surest leg (the provider's rule beside a
+    semantic leg whose curve was shifted onto the lexical leg's footing, which no tuning-split leg has:
+    their curves are shipped); ``False``: pinned whenever the lexical leg reaches ``pin`` (the rule
+    beside shipped curves).
+    """
     legs = {leg: hits for leg, hits in entry["legs"].items() if hits}
     relevant = entry["relevant"]
     if not legs:
@@ -152,19 +161,33 @@ def replay(
         log_odds = {
             leg: curves(leg, entry["spaces"].get(leg, "")).log_odds(*features(entry, leg)) for leg in legs
         }
-        weights = confidence_weights(log_odds, sharpness=sharpness)
-        order = [
-            item.id
-            for item in rrf({leg: [cid for cid, _ in hits] for leg, hits in legs.items()}, weights=weights)
-        ]
-        if pin is not None and log_odds.get("lexical", -math.inf) >= pin:
-            top = legs["lexical"][0][0]
-            order = [top, *(cid for cid in order if cid != top)]
+        lexical = log_odds.get("lexical", -math.inf)
+        sure = pin is not None and lexical >= pin and (not surest or lexical >= max(log_odds.values()))
+        # the provider's rule, with the runtime's own classes: the weighted, pinned head, the plain tail
+        rule = HeadThenConsensus(
+            Pinned(
+                WeightedRRF(confidence_weights(log_odds, sharpness=sharpness)),
+                legs["lexical"][0][0] if sure else None,
+            )
+        )
+        order = [cid for cid, _ in rule.fuse({leg: [cid for cid, _ in hits] for leg, hits in legs.items()})]
     limit, lexical_only = entry["limit"], not relevant
     page = limit if lexical_only else max(2 * limit, 10)
     kept: list[str] = []
     position = 0
     terms = len(entry["terms"])
+    # the provider's _on_topic: a semantic leg kept something, or the lexical leg's best hit holds
+    # enough of the question's terms; then every semantic candidate counts too ("topic")
+    lexical_hits = entry["legs"].get("lexical") or []
+    top_share = entry["matched"].get(lexical_hits[0][0], 0) / terms if lexical_hits and terms else 0.0
+    on_topic = (
+        bool(relevant)
+        and bool(lexical_hits)
+        and (
+            any(any(verdicts.values()) for verdicts in relevant.values())
+            or (top_share > 0 and top_share >= entry["word_share"])
+        )
+    )
     for read in range(MAX_PAGES):
         if read and (len(kept) >= limit or position >= len(order)):
             break
@@ -177,7 +200,8 @@ def replay(
                 matched > 0 and "lexical" in entry["legs"] and share >= entry["word_share"]
             )
             by_meaning = any(verdicts.get(cid, False) for verdicts in relevant.values())
-            if (by_words or by_meaning) and len(kept) < limit:
+            by_topic = on_topic and any(cid in verdicts for verdicts in relevant.values())
+            if (by_words or by_meaning or by_topic) and len(kept) < limit:
                 kept.append(cid)
     return unique_docs(entry["doc_of"][cid] for cid in kept)
 
@@ -254,12 +278,16 @@ def pass_probability(gains: dict[str, list[float]], *, sample: int = 100, draws:
 
 
 def evaluate(
-    entries: list[dict[str, Any]], scifact: list[dict[str, Any]], sharpness: float, pin: float | None
+    entries: list[dict[str, Any]],
+    scifact: list[dict[str, Any]],
+    sharpness: float,
+    pin: float | None,
+    surest: bool = False,
 ) -> dict[str, Any]:
     gains: dict[str, list[float]] = {}
     cross: dict[str, list[float]] = {}
     for entry in entries:
-        fused = ndcg_at(replay(entry, in_code, sharpness, pin), entry["qrels"])
+        fused = ndcg_at(replay(entry, in_code, sharpness, pin, surest), entry["qrels"])
         if entry["setting"] == "monolingual":
             lexical = ndcg_at(
                 unique_docs(entry["doc_of"][c] for c, _ in entry["legs"].get("lexical", [])[:10]),
@@ -276,13 +304,17 @@ def evaluate(
     return {
         "sharpness": sharpness,
         "pin": pin,
+        "surest": surest,
         "pass_probability_100": round(pass_probability(gains), 3),
         "monolingual_gain_over_lexical": per_language,
         "below_lexical": [lang for lang, row in per_language.items() if row["gain"] < 0],
         "worst_gain_minus_se": round(worst, 4),
         "x_to_en_mean": round(statistics.fmean(statistics.fmean(v) for v in cross.values()), 4),
         "scifact_hybrid": round(
-            statistics.fmean(ndcg_at(replay(e, in_code, sharpness, pin), e["qrels"]) for e in scifact), 4
+            statistics.fmean(
+                ndcg_at(replay(e, in_code, sharpness, pin, surest), e["qrels"]) for e in scifact
+            ),
+            4,
         )
         if scifact
         else None,
@@ -405,6 +437,23 @@ async def main(args: argparse.Namespace) -> None:
         print(
             f"{str(row['pin']):>6}  {row['pass_probability_100']:>8.3f}  below: {','.join(row['below_lexical']) or '-':<10}"
             f"  X→en {row['x_to_en_mean']:.4f}  SciFact {row['scifact_hybrid'] or float('nan'):.4f}{mark}"
+        )
+    # The pin's condition (issue 30.2): beside a shifted curve the pin yields to a surer semantic leg;
+    # beside the shipped curves (every leg here) it does not. What yielding would do with them:
+    rules = {
+        "pinned whenever sure (shipped curves)": evaluate(entries, scifact, VOTE_SHARPNESS, LEXICAL_PIN),
+        "pinned when no leg is surer": evaluate(entries, scifact, VOTE_SHARPNESS, LEXICAL_PIN, True),
+    }
+    payload["pin_rule"] = rules
+    print(f"\nthe pin's condition at sharpness {VOTE_SHARPNESS}, pin {LEXICAL_PIN}:")
+    for name, row in rules.items():
+        gains = " ".join(
+            f"{lang}:{v['gain']:+.4f}" for lang, v in row["monolingual_gain_over_lexical"].items()
+        )
+        print(
+            f"  {name:<40} P {row['pass_probability_100']:.3f}  below: {','.join(row['below_lexical']) or '-'}  "
+            f"worst {row['worst_gain_minus_se']:+.4f}  X→en {row['x_to_en_mean']:.4f}  "
+            f"SciFact {row['scifact_hybrid'] or float('nan'):.4f}  {gains}"
         )
     payload["summary"] = summary(payload)
     print(f"\nwrote {save('fusion_tuning', payload)}")

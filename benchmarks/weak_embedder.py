@@ -272,7 +272,9 @@ async def run_set(name: str, embeddings: EmbeddingSettings, data: Dataset) -> di
         report = await index.index_paths([docs])
         if report.failures or report.pending_left:
             raise SystemExit(f"{name} {data.name}: indexing left work undone ({report.failures})")
-        fits = await calibrate_missing(index.semantic_collections(), index.chain, index.settings)
+        fits = await calibrate_missing(
+            index.semantic_collections(), index.chain, index.settings, analyzer=index.analyzer
+        )
         index_s = time.perf_counter() - started
         table = index.collection
         assert table is not None
@@ -281,7 +283,9 @@ async def run_set(name: str, embeddings: EmbeddingSettings, data: Dataset) -> di
         probe = table.calibration
         if probe is None:
             try:
-                probe = await calibrate(table, index.chain, index.settings, store=False)
+                probe = await calibrate(
+                    table, index.chain, index.settings, store=False, analyzer=index.analyzer
+                )
             except InvalidRequest as exc:  # too few full first sentences (e.g. Hindi without stops)
                 probe_error = str(exc)
         provider = DocumentIndexProvider(index)
@@ -317,6 +321,18 @@ async def run_set(name: str, embeddings: EmbeddingSettings, data: Dataset) -> di
         "fitted_rule": {"margin": probe.margin, "band": probe.band, "floor": probe.floor}
         if probe is not None
         else {"error": probe_error},
+        # the curve fitted on pseudo-questions, the lexical leg's shift on them, and the two top shares
+        "fitted_vote": {
+            "intercept": probe.vote_intercept,
+            "slope": probe.vote_slope,
+            "top_share": probe.top_share,
+            "shift": probe.vote_shift,
+            "lexical_top_share": probe.lexical_top_share,
+            "shifted": probe.shifted,
+            "voting_intercept": probe.vote.intercept if probe.vote is not None else None,
+        }
+        if probe is not None
+        else None,
         "calibrated_now": sorted(fits),
         "ndcg@10": scores,
         "semantic_weight_vs_lexical_median": round(float(np.median(weights)), 4) if weights else None,
@@ -333,7 +349,8 @@ async def run_set(name: str, embeddings: EmbeddingSettings, data: Dataset) -> di
 def table(rows: list[dict[str, Any]]) -> str:
     head = (
         "| embedder | set | questions | lexical | semantic | semantic mode | plain RRF | hybrid | "
-        "hybrid − best leg | semantic weight / lexical (median) | relevance rule | vote curve | target |"
+        "hybrid − best leg | semantic weight / lexical (median) | relevance rule | vote curve | "
+        "own chunk first, semantic / lexical | target |"
     )
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for row in rows:
@@ -343,9 +360,19 @@ def table(rows: list[dict[str, Any]]) -> str:
             f"| {row['embedder']} | {row['set']} | {row['questions']} | {s['lexical']:.4f} | "
             f"{s['semantic']:.4f} | {s['semantic mode']:.4f} | {s['plain RRF']:.4f} | **{s['hybrid']:.4f}** | "
             f"{row['hybrid_minus_best_leg']:+.4f} | {f'{weight:.3f}' if weight is not None else '—'} | "
-            f"{row['rule']} | {_curve(row)} | {'yes' if row['target_met'] else 'NO'} |"
+            f"{row['rule']} | {_curve(row)} | {_shares(row)} | {'yes' if row['target_met'] else 'NO'} |"
         )
     return "\n".join(lines)
+
+
+def _shares(row: dict[str, Any]) -> str:
+    """How often each leg found the own chunk of the calibration's pseudo-questions first."""
+    fit = row.get("fitted_vote") or {}
+    if fit.get("top_share") is None or fit.get("lexical_top_share") is None:
+        return "—"
+    return f"{fit['top_share']:.2f} / {fit['lexical_top_share']:.2f}" + (
+        " (shifted)" if fit.get("shifted") else ""
+    )
 
 
 def _curve(row: dict[str, Any]) -> str:

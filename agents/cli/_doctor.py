@@ -257,6 +257,7 @@ def render_relevance(relevance: dict[str, Any], console: Console) -> None:
         where = {
             "shipped": "shipped for this model",
             "fitted": "fitted for this space",
+            "shifted": "fitted for this space, shifted onto the lexical leg's footing",
             "default": "the default curve (calibrate to fit one)",
         }[vote["source"]]
         console.print(

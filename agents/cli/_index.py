@@ -382,12 +382,15 @@ async def _calibrate(index: DocumentIndex, *, explicit: bool) -> dict[str, Space
     """``--calibrate``: fit every semantic table of the collection; otherwise only the uncalibrated."""
     tables = index.semantic_collections()
     if not explicit:
-        return dict(await calibrate_missing(tables, index.chain, index.settings))
+        return dict(await calibrate_missing(tables, index.chain, index.settings, analyzer=index.analyzer))
     if not tables:
         raise InvalidRequest(
             f"collection {index.name!r} is empty: index some files first ('simone index PATH'), then calibrate"
         )
-    return {table.name: await calibrate(table, index.chain, index.settings) for _, table in tables}
+    return {
+        table.name: await calibrate(table, index.chain, index.settings, analyzer=index.analyzer)
+        for _, table in tables
+    }
 
 
 def print_calibration(name: str, fit: SpaceCalibration | str, console: Console) -> None:
@@ -401,9 +404,20 @@ def print_calibration(name: str, fit: SpaceCalibration | str, console: Console) 
         f"chunk kept {fit.default_answered:.0%} → {fit.answered:.0%}; {fit.absent} absent topics left empty "
         f"{fit.default_absent_empty:.0%} → {fit.absent_empty:.0%}"
         + (
-            f"; fusion vote {fit.vote_intercept:+.2f} + {fit.vote_slope:.2f} × margin (own chunk first "
-            f"{fit.top_share:.0%})"
-            if fit.vote_intercept is not None and fit.vote_slope is not None and fit.top_share is not None
+            f"; fusion vote {vote.intercept:+.2f} + {vote.slopes[0]:.2f} × margin (own chunk first "
+            f"{fit.top_share:.0%}"
+            + (
+                f", the lexical leg {fit.lexical_top_share:.0%}"
+                + (
+                    f": shifted {-fit.vote_shift:+.2f} onto its footing"
+                    if fit.shifted and fit.vote_shift
+                    else ""
+                )
+                if fit.lexical_top_share is not None
+                else ""
+            )
+            + ")"
+            if (vote := fit.vote) is not None and fit.top_share is not None
             else ""
         )
     )

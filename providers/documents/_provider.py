@@ -569,7 +569,13 @@ def _votes(
     for the bundled models, fitted with the space's calibration, or the default; the trace names
     which as ``curve``). With a single
     answering leg there is nothing to weigh and the trace is empty. The lexical leg's best hit is
-    pinned (kept first in the fused order) when its log-odds reach :data:`~simone.runtime.ranking.LEXICAL_PIN`.
+    pinned (kept first in the fused order) when its log-odds reach :data:`~simone.runtime.ranking.LEXICAL_PIN`,
+    unless a semantic leg whose curve is ``shifted`` onto the lexical leg's footing (calibrated on this
+    collection, and found the own chunk first at least as often as the lexical leg did) is surer: then
+    the weights decide the head (pinned regardless, multilingual-e5's Arabic hybrid stayed 0.8746, below
+    its semantic leg's 0.8993; with the yield 0.9125). Beside the shipped curves the pin never yields:
+    on the tuning split yielding lowered the chance that every language's hybrid >= lexical
+    (``benchmarks/fusion_tuning.py``, ``pin_rule``).
     """
     log_odds: dict[str, float] = {}
     for leg, hits in legs.items():
@@ -588,7 +594,12 @@ def _votes(
         for leg, z in log_odds.items()
     }
     pinned = None
-    if LEXICAL_PIN is not None and log_odds.get(LEXICAL, -math.inf) >= LEXICAL_PIN:
+    lexical = log_odds.get(LEXICAL, -math.inf)
+    # a leg read on the lexical leg's footing (its curve shifted) that is surer takes the head
+    surer = [
+        z for leg, z in log_odds.items() if leg in curves and curves[leg][1] == "shifted" and z > lexical
+    ]
+    if LEXICAL_PIN is not None and lexical >= LEXICAL_PIN and not surer:
         pinned = legs[LEXICAL][0].id
         trace[LEXICAL]["pinned"] = pinned
     return HeadThenConsensus(Pinned(weighted, pinned)), trace

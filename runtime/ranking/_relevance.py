@@ -241,8 +241,10 @@ below, worst case −0.0060 / −0.0024 / −0.0042 / −0.0049). SciFact hybrid
 
 LEXICAL_PIN: float | None = 0.5
 """The lexical leg's log-odds (:data:`LEXICAL_VOTE`) from which its best hit stays first in the fused
-ranking (probability 0.62); ``None``: never. RRF's head is flat (rank 1 and rank 2 differ by 1.6 % of
-a vote), so a semantic leg that ranks the lexical leg's *second* hit well lifts it over a first hit
+ranking (probability 0.62); ``None``: never. It yields only to a surer semantic leg whose curve a
+collection's calibration shifted onto the lexical leg's footing (``DocumentIndexProvider``); beside the
+shipped curves it never yields. RRF's head is flat (rank 1 and rank 2 differ by 1.6 % of a vote), so a
+semantic leg that ranks the lexical leg's *second* hit well lifts it over a first hit
 that holds the question — a semantic margin tells that the topic stands out, not which passage of it
 is meant. Below the pin, consensus decides as before. Chosen on the tuning split by
 ``benchmarks/fusion_tuning.py`` (results/fusion_tuning.json, ``pin_grid``): the value with the highest

@@ -17,6 +17,7 @@ from simone.runtime.text._bm25 import (
     bm25_length_norm as bm25_length_norm,
     fts5_idf as fts5_idf,
     fts5_term_scores as fts5_term_scores,
+    lucene_idf as lucene_idf,
 )
 from simone.runtime.text._scripts import (
     main_script as main_script,
@@ -35,6 +36,7 @@ __all__ = (
     "default_analyzer",
     "fts5_idf",
     "fts5_term_scores",
+    "lucene_idf",
     "main_script",
     "uncovered_language",
     "uncovered_script",

@@ -70,9 +70,10 @@ def test_index_calibrates_a_new_space_once_and_doctor_shows_it(
         fitted["band"],
         fitted["floor"],
     )
+    shift = fitted["vote_shift"] if fitted["shifted"] else 0.0
     assert relevance["vote"] == {
-        "source": "fitted",
-        "intercept": fitted["vote_intercept"],
+        "source": "shifted" if fitted["shifted"] else "fitted",
+        "intercept": round(fitted["vote_intercept"] - shift, 4),
         "slope": fitted["vote_slope"],
     }, "the fused vote of the space comes from its own fit"
     code, out, _ = _run(capsys, "--data-dir", data, "doctor")

@@ -366,15 +366,29 @@ def test_the_vote_curve_comes_from_shipped_then_fitted_then_default_values() -> 
         vote_intercept=-1.5, vote_slope=4.0, top_share=0.4,
     )  # fmt: skip
     assert vote_curve("openai:m:2", fit) == (VoteCurve(-1.5, (4.0,)), "fitted")
+    # pseudo-questions 0.75 harder than real ones (read off the lexical leg, which found 30 % of their
+    # own chunks first against this leg's 40 %): the curve reads 0.75 surer
+    shifted = dataclasses.replace(fit, vote_shift=-0.75, lexical_top_share=0.3)
+    assert shifted.shifted and vote_curve("openai:m:2", shifted) == (VoteCurve(-0.75, (4.0,)), "shifted")
+    assert SpaceCalibration.from_json(shifted.to_json()) == shifted
+    # a leg that found fewer of them first than the lexical leg keeps its curve as fitted
+    behind = dataclasses.replace(shifted, lexical_top_share=0.5)
+    assert not behind.shifted and vote_curve("openai:m:2", behind) == (VoteCurve(-1.5, (4.0,)), "fitted")
+    # a record stored before the shift was measured keeps its curve too
+    assert not dataclasses.replace(shifted, vote_shift=None).shifted
     assert vote_curve("openai:other:2", fit) == (DEFAULT_SEMANTIC_VOTE, "default"), "another space's fit"
     old = dataclasses.replace(fit, vote_intercept=None, vote_slope=None, top_share=None)
     assert vote_curve("openai:m:2", old) == (DEFAULT_SEMANTIC_VOTE, "default"), "fitted before votes were"
     minilm = "onnx:all-MiniLM-L6-v2:384"
     assert vote_curve(minilm, dataclasses.replace(fit, space=minilm)) == (vote_for(minilm), "shipped")
     # records stored before votes were fitted still load; a non-finite curve is refused
+    stored = json.loads(fit.to_json())
     legacy = {
-        k: v for k, v in fit.to_dict().items() if k not in {"vote_intercept", "vote_slope", "top_share"}
+        k: v for k, v in stored.items() if k not in {"format", "vote_intercept", "vote_slope", "top_share"}
     }
+    # and a record stored before the shift was measured keeps its curve as fitted
+    unshifted = {k: v for k, v in stored.items() if k not in {"vote_shift", "lexical_top_share"}}
+    assert SpaceCalibration.from_json(json.dumps(unshifted)) == fit
     loaded = SpaceCalibration.from_json(json.dumps({"format": 1, **legacy}))
     assert loaded == old and loaded.vote is None
     assert SpaceCalibration.from_json(fit.to_json().replace("-1.5", "NaN")) is None
@@ -384,6 +398,13 @@ def test_a_fitted_space_votes_with_its_own_curve(indexed: Indexed) -> None:
     fitted = indexed.fitted
     assert fitted is not None and fitted.vote is not None and fitted.top_share is not None
     assert 0.0 < fitted.top_share <= 1.0
+    # the lexical leg answered the same pseudo-questions: the curve is shifted onto its footing
+    assert fitted.vote_shift is not None and fitted.lexical_top_share is not None
+    assert 0.0 < fitted.lexical_top_share <= 1.0
+    assert fitted.vote_intercept is not None and fitted.top_share is not None
+    assert fitted.shifted is (fitted.top_share >= fitted.lexical_top_share)
+    shift = fitted.vote_shift if fitted.shifted else 0.0
+    assert fitted.vote.intercept == round(fitted.vote_intercept - shift, 4)
 
     async def main() -> dict[str, object]:
         async with indexed.open() as index:
@@ -393,5 +414,5 @@ def test_a_fitted_space_votes_with_its_own_curve(indexed: Indexed) -> None:
             return dict(response.details["votes"])  # type: ignore[arg-type]
 
     votes = anyio.run(main)
-    assert votes["semantic"]["curve"] == "fitted"  # type: ignore[index]
+    assert votes["semantic"]["curve"] == ("shifted" if fitted.shifted else "fitted")  # type: ignore[index]
     assert "curve" not in votes["lexical"]  # type: ignore[operator]

@@ -11,7 +11,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 import pytest
-from simone.providers.documents import DocumentIndex, DocumentIndexProvider, DocumentStore
+from simone.providers.documents import DocumentIndex, DocumentIndexProvider, DocumentStore, SpaceCalibration
 from simone.providers.documents._store import FTS_INDEX
 from simone.providers.embeddings import ONNX_SPACE, OnnxMiniLMEmbedder
 from simone.providers.testing import HashEmbedder
@@ -701,3 +701,47 @@ def test_a_lexical_hit_the_lexical_leg_is_sure_of_stays_first(
     unpinned = anyio.run(go)
     assert unpinned.evidence[0].locator.split("#")[0].endswith("kestrel.md")
     assert "pinned" not in unpinned.details["votes"]["lexical"]
+
+
+@pytest.mark.parametrize("lexical_top_share", [0.4, 0.6])
+def test_the_pin_yields_only_to_a_surer_leg_on_the_lexical_legs_footing(
+    tmp_path: Path, lexical_top_share: float
+) -> None:
+    """A space calibrated on this collection whose leg found the own chunk first at least as often as
+    the lexical leg (0.5 against 0.4) reads on the lexical leg's footing (a shifted curve): when it is
+    surer, the weights decide the head. One that did worse (0.5 against 0.6) keeps the pin."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "restart.md").write_text(
+        "# Restarts\n\nThe zephyr cluster restarts at 03:00 after the kestrel backup.\n"
+    )
+    (docs / "kestrel.md").write_text("# Kestrel\n\nThe kestrel backup copies the zephyr volumes to tape.\n")
+    (docs / "lunch.md").write_text("# Canteen\n\nLunch is served from noon; the menu changes weekly.\n")
+    (docs / "trains.md").write_text("# Travel\n\nTrains to the coast leave hourly from platform four.\n")
+    (docs / "desk.md").write_text("# Desks\n\nHot desks are booked a day ahead at the front desk.\n")
+    query = "zephyr cluster restarts kestrel backup"
+    steered = _Steered(near="kestrel backup copies", query=query)
+
+    async def go() -> Any:
+        async with _index(tmp_path, EmbeddingChain([steered])) as index:
+            await index.index_paths([docs])
+            table = index.collection
+            assert table is not None
+            table.calibration = SpaceCalibration(
+                space=table.space.key, margin=0.05, band=0.1, floor=0.9, questions=40, absent=20,
+                answered=0.9, absent_empty=0.8, default_answered=0.9, default_absent_empty=0.5,
+                chunks=5, fitted_at=1.0, vote_intercept=2.0, vote_slope=10.0, top_share=0.5,
+                vote_shift=-1.0, lexical_top_share=lexical_top_share,
+            )  # fmt: skip
+            return await _search(index, query, SearchMode.HYBRID)
+
+    result = anyio.run(go)
+    votes = result.details["votes"]
+    assert votes["semantic"]["weight"] == 1.0 and votes["lexical"]["weight"] < 1.0
+    first = result.evidence[0].locator.split("#")[0]
+    if lexical_top_share < 0.5:
+        assert votes["semantic"]["curve"] == "shifted"
+        assert "pinned" not in votes["lexical"] and first.endswith("kestrel.md")
+    else:
+        assert votes["semantic"]["curve"] == "fitted"
+        assert "pinned" in votes["lexical"] and first.endswith("restart.md")
