@@ -25,7 +25,12 @@ built here when missing).
    best chance. The replay first checks itself: with the parameters in the code it must give exactly
    the provider's own answer for every question (``replay_mismatches``).
 
-Writes benchmarks/results/fusion_tuning.json.
+Writes benchmarks/results/fusion_tuning.json (``--label L``: fusion_tuning-L.json). The committed
+fusion_tuning.json is the run the constants were chosen on (c68ff77); fusion_tuning-recheck.json is a
+re-run on the provider as it is now (issue 30.2, after the replay was brought back in line with the
+provider's head/tail fusion and topic keep rule: 0 of 13,409 answers differ). There the no-pin
+sharpness rule picks 1.25 (worst gain − SE −0.0067 against −0.0080 at 1.5), the pin 0.5 as in the code;
+with the pin, 1.25 and 1.5 have the same chance that every language is >= lexical (0.473).
 """
 
 from __future__ import annotations
@@ -456,7 +461,8 @@ async def main(args: argparse.Namespace) -> None:
             f"SciFact {row['scifact_hybrid'] or float('nan'):.4f}  {gains}"
         )
     payload["summary"] = summary(payload)
-    print(f"\nwrote {save('fusion_tuning', payload)}")
+    name = f"fusion_tuning-{args.label}" if args.label else "fusion_tuning"
+    print(f"\nwrote {save(name, payload)}")
 
 
 def summary(payload: dict[str, Any]) -> list[dict[str, Any]]:
@@ -527,6 +533,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("data_dir", nargs="?", default=str(default_data_dir()))
     parser.add_argument("--tuning", type=int, default=600, help="tuning questions per language (of 600)")
     parser.add_argument("--no-scifact", action="store_true")
+    parser.add_argument(
+        "--label",
+        default="",
+        help="write results/fusion_tuning-LABEL.json (results/fusion_tuning.json holds the run the "
+        "constants in the code were chosen on)",
+    )
     return parser.parse_args()
 
 
