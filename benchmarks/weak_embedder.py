@@ -370,9 +370,8 @@ def _shares(row: dict[str, Any]) -> str:
     fit = row.get("fitted_vote") or {}
     if fit.get("top_share") is None or fit.get("lexical_top_share") is None:
         return "—"
-    return f"{fit['top_share']:.2f} / {fit['lexical_top_share']:.2f}" + (
-        " (shifted)" if fit.get("shifted") else ""
-    )
+    shifted = (row.get("vote_curve") or {}).get("source") == "shifted"  # a shipped curve never is
+    return f"{fit['top_share']:.2f} / {fit['lexical_top_share']:.2f}" + (" (shifted)" if shifted else "")
 
 
 def _curve(row: dict[str, Any]) -> str:
