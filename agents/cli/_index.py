@@ -409,7 +409,7 @@ def print_calibration(name: str, fit: SpaceCalibration | str, console: Console) 
             + (
                 f", the lexical leg {fit.lexical_top_share:.0%}"
                 + (
-                    f": shifted {-fit.vote_shift:+.2f} onto its footing"
+                    f": read {-fit.vote_shift:+.2f} log-odds surer, on its footing"
                     if fit.shifted and fit.vote_shift
                     else ""
                 )

@@ -60,7 +60,7 @@ import anyio
 import numpy as np
 import pyarrow as pa
 from simone.providers.documents._store import Collection, sql_in
-from simone.providers.documents._vote_shift import PseudoQuestion, corpus_terms, probe
+from simone.providers.documents._vote_shift import PseudoQuestion, lexical_probe
 from simone.runtime import ConfigError, EmbeddingChain, IndexSettings, InvalidRequest, ProviderError
 from simone.runtime.ranking import DEFAULT_SEMANTIC_VOTE, RelevanceRule, VoteCurve, rule_for, vote_for
 from simone.runtime.text import Analyzer
@@ -675,12 +675,11 @@ async def calibrate(
     rule, outcome = await anyio.to_thread.run_sync(fit_rule, base, on_topic, absent)
     before = _outcome(base, on_topic, absent)
     vote, top_share = fit_vote(on_topic)
-    corpus = await corpus_terms(collection, sample.searched)
-    lexical = await anyio.to_thread.run_sync(
-        probe,
+    lexical = await lexical_probe(
+        collection,
         [PseudoQuestion(q.text, q.answer) for q in sample.on_topic if q.answer is not None],
-        corpus,
         analyzer or Analyzer(),
+        sample.searched,
         settings.leg_candidates,
     )
     calibration = SpaceCalibration(

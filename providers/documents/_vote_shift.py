@@ -29,9 +29,10 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import anyio
 import numpy as np
 import numpy.typing as npt
 from simone.providers.documents._store import Collection, sql_in
@@ -73,57 +74,100 @@ class LexicalProbe:
     questions: int
 
 
-async def corpus_terms(
-    collection: Collection, paths: Sequence[str], cap: int = CORPUS_CHUNKS
-) -> dict[str, list[str]]:
-    """The analysed terms of the chunks of ``paths``, read in that order until ``cap`` chunks."""
-    corpus: dict[str, list[str]] = {}
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """What BM25 needs of one chunk: its length in terms and the counts of the questions' terms."""
+
+    length: int
+    counts: Counter[str]
+
+
+def asked_terms(questions: Sequence[PseudoQuestion], analyzer: Analyzer) -> list[tuple[Counter[str], str]]:
+    """Each question's analysed terms (with repeats) and its own chunk; questions without terms dropped."""
+    asked = [(Counter(analyzer.terms(question.text)), question.answer) for question in questions]
+    return [(terms, answer) for terms, answer in asked if terms]
+
+
+def counted(ids: Sequence[str], terms: Sequence[str | None], needed: set[str]) -> dict[str, Chunk]:
+    """Chunks from their ``terms`` column: the length and the counts of the ``needed`` terms only."""
+    out: dict[str, Chunk] = {}
+    for chunk_id, text in zip(ids, terms, strict=True):
+        words = str(text or "").split()
+        out[str(chunk_id)] = Chunk(len(words), Counter(word for word in words if word in needed))
+    return out
+
+
+async def lexical_probe(
+    collection: Collection,
+    questions: Sequence[PseudoQuestion],
+    analyzer: Analyzer,
+    paths: Sequence[str],
+    limit: int,
+    cap: int = CORPUS_CHUNKS,
+) -> LexicalProbe | None:
+    """The lexical leg on ``questions`` over the chunks of ``paths`` (in that order, up to ``cap``).
+
+    Each chunk is held as its length and the counts of the questions' terms, never its whole text: a
+    calibration of a large collection reads 20,000 chunks and keeps a few counts of each.
+    """
+    asked = asked_terms(questions, analyzer)
+    if not asked:
+        return None
+    needed = set().union(*(terms for terms, _ in asked))
+    chunks: dict[str, Chunk] = {}
     for start in range(0, len(paths), 64):
-        if len(corpus) >= cap:
+        if len(chunks) >= cap:
             break
         table = await collection.rows(
             where=sql_in("path", paths[start : start + 64]), columns=["id", "terms"]
         )
-        for chunk_id, terms in zip(
-            table.column("id").to_pylist(), table.column("terms").to_pylist(), strict=True
-        ):
-            corpus[str(chunk_id)] = str(terms or "").split()
-    return corpus
+        chunks.update(
+            await anyio.to_thread.run_sync(
+                counted, table.column("id").to_pylist(), table.column("terms").to_pylist(), needed
+            )
+        )
+    return await anyio.to_thread.run_sync(score, asked, chunks, limit)
 
 
 def probe(
     questions: Sequence[PseudoQuestion],
-    corpus: dict[str, list[str]],
+    corpus: Mapping[str, Sequence[str]],
     analyzer: Analyzer,
     limit: int,
 ) -> LexicalProbe | None:
-    """Answer ``questions`` from ``corpus`` as the lexical leg would and fit the shift.
-
-    ``None`` when no question could be answered (no own chunk read, or no terms).
-    """
-    asked: list[tuple[Counter[str], str]] = []
-    for question in questions:
-        terms = Counter(analyzer.terms(question.text))
-        if terms and question.answer in corpus:
-            asked.append((terms, question.answer))
+    """:func:`lexical_probe` over ``corpus`` (chunk id → its analysed terms) held in memory."""
+    asked = asked_terms(questions, analyzer)
     if not asked:
         return None
     needed = set().union(*(terms for terms, _ in asked))
     ids = list(corpus)
+    return score(asked, counted(ids, [" ".join(corpus[i]) for i in ids], needed), limit)
+
+
+def score(
+    asked: Sequence[tuple[Counter[str], str]], chunks: Mapping[str, Chunk], limit: int
+) -> LexicalProbe | None:
+    """Answer the questions from ``chunks`` as the lexical leg would and fit the shift.
+
+    ``None`` when no question's own chunk is among ``chunks``.
+    """
+    asked = [(terms, answer) for terms, answer in asked if answer in chunks]
+    if not asked:
+        return None
+    ids = list(chunks)
     slot_of = {chunk_id: slot for slot, chunk_id in enumerate(ids)}
-    lengths = np.array([len(corpus[chunk_id]) for chunk_id in ids], dtype=np.float64)
+    lengths = np.array([chunks[chunk_id].length for chunk_id in ids], dtype=np.float64)
     avgdl = max(1.0, float(lengths.mean()))
     norm = bm25_length_norm(lengths, avgdl, k1=K1, b=B)
-    postings: dict[str, tuple[list[int], list[int]]] = {term: ([], []) for term in needed}
+    postings: dict[str, tuple[list[int], list[int]]] = {}
     for slot, chunk_id in enumerate(ids):
-        for term, count in Counter(t for t in corpus[chunk_id] if t in needed).items():
-            slots, counts = postings[term]
+        for term, count in chunks[chunk_id].counts.items():
+            slots, counts = postings.setdefault(term, ([], []))
             slots.append(slot)
             counts.append(count)
     arrays = {
         term: (np.array(slots, dtype=np.int64), np.array(counts, dtype=np.float64))
         for term, (slots, counts) in postings.items()
-        if slots
     }
     idf = {term: lucene_idf(len(ids), len(where)) for term, (where, _) in arrays.items()}
     logits: list[float] = []
@@ -136,17 +180,17 @@ def probe(
                 held, tf = arrays[term]
                 np.add.at(scores, held, repeats * idf[term] * tf * (K1 + 1) / (tf + norm[held]))
         # the own chunk without the question's sentence (as the semantic leg judges it): the question
-        # is that sentence, so its terms come off the chunk's
-        rest = Counter(corpus[answer])
-        rest.subtract(terms)
-        rest_length = float(sum(count for count in rest.values() if count > 0))
-        rest_norm = K1 * (1 - B + B * rest_length / avgdl)
+        # is that sentence, so its terms come off the chunk's (as many as the chunk holds)
+        own_counts = chunks[answer].counts
+        rest = Counter({t: own_counts[t] - terms[t] for t in own_counts if own_counts[t] > terms[t]})
+        removed = sum(min(own_counts[t], terms[t]) for t in terms)
+        rest_norm = K1 * (1 - B + B * (chunks[answer].length - removed) / avgdl)
         scores[own] = math.fsum(
             repeats * idf[term] * rest[term] * (K1 + 1) / (rest[term] + rest_norm)
             for term, repeats in terms.items()
             if term in idf and rest[term] > 0
         )
-        logit, first = _judged(scores, own, terms, corpus, ids, rest, limit)
+        logit, first = _judged(scores, own, terms, chunks, ids, rest, limit)
         logits.append(logit)
         firsts.append(first)
     return LexicalProbe(fit_shift(logits, firsts), float(np.mean(firsts)), len(asked))
@@ -156,7 +200,7 @@ def _judged(
     scores: npt.NDArray[np.float64],
     own: int,
     terms: Counter[str],
-    corpus: dict[str, list[str]],
+    chunks: Mapping[str, Chunk],
     ids: Sequence[str],
     rest: Counter[str],
     limit: int,
@@ -169,8 +213,8 @@ def _judged(
     best = int(ranked[0])
     others = scores[ranked[ranked != own]]
     first = best == own and not (len(others) and others[0] >= scores[own])
-    top_terms = {t for t, count in rest.items() if count > 0} if best == own else set(corpus[ids[best]])
-    coverage = len(set(terms) & top_terms) / len(terms)
+    held = rest if best == own else chunks[ids[best]].counts
+    coverage = sum(1 for term in terms if held[term] > 0) / len(terms)
     return LEXICAL_VOTE.log_odds(*lexical_standout(scores[ranked].tolist(), coverage)), first
 
 
