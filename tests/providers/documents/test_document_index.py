@@ -667,9 +667,8 @@ class _Steered:
         return vectors
 
 
-def test_a_lexical_hit_the_lexical_leg_is_sure_of_stays_first(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _pin_case(tmp_path: Path) -> tuple[Path, str, _Steered]:
+    """Five files, a question the lexical leg answers with restart.md and a semantic leg steered to kestrel.md."""
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "restart.md").write_text(
@@ -680,7 +679,13 @@ def test_a_lexical_hit_the_lexical_leg_is_sure_of_stays_first(
     (docs / "trains.md").write_text("# Travel\n\nTrains to the coast leave hourly from platform four.\n")
     (docs / "desk.md").write_text("# Desks\n\nHot desks are booked a day ahead at the front desk.\n")
     query = "zephyr cluster restarts kestrel backup"
-    steered = _Steered(near="kestrel backup copies", query=query)  # the semantic leg's sure pick: kestrel.md
+    return docs, query, _Steered(near="kestrel backup copies", query=query)
+
+
+def test_a_lexical_hit_the_lexical_leg_is_sure_of_stays_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    docs, query, steered = _pin_case(tmp_path)  # the semantic leg's sure pick: kestrel.md
 
     async def go() -> Any:
         async with _index(tmp_path, EmbeddingChain([steered])) as index:
@@ -710,17 +715,7 @@ def test_the_pin_yields_only_to_a_surer_leg_on_the_lexical_legs_footing(
     """A space calibrated on this collection whose leg found the own chunk first at least as often as
     the lexical leg (0.5 against 0.4) reads on the lexical leg's footing (a shifted curve): when it is
     surer, the weights decide the head. One that did worse (0.5 against 0.6) keeps the pin."""
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "restart.md").write_text(
-        "# Restarts\n\nThe zephyr cluster restarts at 03:00 after the kestrel backup.\n"
-    )
-    (docs / "kestrel.md").write_text("# Kestrel\n\nThe kestrel backup copies the zephyr volumes to tape.\n")
-    (docs / "lunch.md").write_text("# Canteen\n\nLunch is served from noon; the menu changes weekly.\n")
-    (docs / "trains.md").write_text("# Travel\n\nTrains to the coast leave hourly from platform four.\n")
-    (docs / "desk.md").write_text("# Desks\n\nHot desks are booked a day ahead at the front desk.\n")
-    query = "zephyr cluster restarts kestrel backup"
-    steered = _Steered(near="kestrel backup copies", query=query)
+    docs, query, steered = _pin_case(tmp_path)
 
     async def go() -> Any:
         async with _index(tmp_path, EmbeddingChain([steered])) as index:
