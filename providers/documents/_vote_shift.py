@@ -11,7 +11,8 @@ weight, and hybrid (0.8578) fell below the semantic leg alone (0.8965).
 
 This module puts them on one footing. The lexical leg answers **the same pseudo-questions**, against
 the same chunks (held-out topics left out, the own chunk without the question's sentence), scored as
-the leg scores them: BM25 over the analysed ``terms`` column (Lucene's idf, k1 1.2, b 0.75; the title's
+the leg scores them: BM25 over the analysed ``terms`` column (Lucene's idf, simone's k1 and b, which
+LanceDB's full-text search uses too; the title's
 terms are weighted in that column already). Its real-question curve read at each question's features
 gives a log-odds; the **shift** is the one offset that makes those log-odds fit whether the own chunk
 came first (a one-parameter logistic fit with a Gaussian prior around 0, :data:`SHIFT_PRIOR_SD`).
@@ -41,17 +42,13 @@ import numpy as np
 import numpy.typing as npt
 from simone.providers.documents._store import Collection, sql_in
 from simone.runtime.ranking import LEXICAL_VOTE, lexical_standout
-from simone.runtime.text import Analyzer, bm25_length_norm, lucene_idf
+from simone.runtime.text import BM25_K1, Analyzer, bm25_length_norm, lucene_idf
 
 CORPUS_CHUNKS = 20_000
 """At most this many chunks are read for the lexical leg's answers to the pseudo-questions."""
 
 SHIFT_PRIOR_SD = 2.0
 """Standard deviation (log-odds) of the shift's Gaussian prior around 0: 160 questions decide it."""
-
-K1 = 1.2
-B = 0.75
-"""BM25's constants as LanceDB's full-text search (the lexical leg) uses them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,21 +130,6 @@ async def lexical_probe(
     return await anyio.to_thread.run_sync(score, asked, chunks, limit)
 
 
-def probe(
-    questions: Sequence[PseudoQuestion],
-    corpus: Mapping[str, Sequence[str]],
-    analyzer: Analyzer,
-    limit: int,
-) -> LexicalProbe | None:
-    """:func:`lexical_probe` over ``corpus`` (chunk id → its analysed terms) held in memory."""
-    asked = asked_terms(questions, analyzer)
-    if not asked:
-        return None
-    needed = set().union(*(terms for terms, _ in asked))
-    ids = list(corpus)
-    return score(asked, counted(ids, [" ".join(corpus[i]) for i in ids], needed), limit)
-
-
 def score(
     asked: Sequence[tuple[Counter[str], str]], chunks: Mapping[str, Chunk], limit: int
 ) -> LexicalProbe | None:
@@ -162,7 +144,7 @@ def score(
     slot_of = {chunk_id: slot for slot, chunk_id in enumerate(ids)}
     lengths = np.array([chunks[chunk_id].length for chunk_id in ids], dtype=np.float64)
     avgdl = max(1.0, float(lengths.mean()))
-    norm = bm25_length_norm(lengths, avgdl, k1=K1, b=B)
+    norm = bm25_length_norm(lengths, avgdl)
     postings: dict[str, tuple[list[int], list[int]]] = {}
     for slot, chunk_id in enumerate(ids):
         for term, count in chunks[chunk_id].counts.items():
@@ -182,15 +164,17 @@ def score(
         for term, repeats in terms.items():
             if term in arrays:
                 held, tf = arrays[term]
-                np.add.at(scores, held, repeats * idf[term] * tf * (K1 + 1) / (tf + norm[held]))
+                np.add.at(scores, held, repeats * idf[term] * tf * (BM25_K1 + 1) / (tf + norm[held]))
         # the own chunk without the question's sentence (as the semantic leg judges it): the question
         # is that sentence, so its terms come off the chunk's (as many as the chunk holds)
         own_counts = chunks[answer].counts
         rest = Counter({t: own_counts[t] - terms[t] for t in own_counts if own_counts[t] > terms[t]})
         removed = sum(min(own_counts[t], terms[t]) for t in terms)
-        rest_norm = K1 * (1 - B + B * (chunks[answer].length - removed) / avgdl)
+        rest_norm = float(
+            bm25_length_norm(np.array([chunks[answer].length - removed], dtype=np.float64), avgdl)[0]
+        )
         scores[own] = math.fsum(
-            repeats * idf[term] * rest[term] * (K1 + 1) / (rest[term] + rest_norm)
+            repeats * idf[term] * rest[term] * (BM25_K1 + 1) / (rest[term] + rest_norm)
             for term, repeats in terms.items()
             if term in idf and rest[term] > 0
         )

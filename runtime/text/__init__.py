@@ -1,6 +1,6 @@
 """simone.runtime.text — how text becomes terms: the analyzer (lexicon, stemming, synonyms), BM25, scripts.
 
-The constants here (``BM25_TITLE_WEIGHT``) are tuning, not contract: callers that score text import them
+The constants here (``BM25_K1``, ``BM25_B``, ``BM25_TITLE_WEIGHT``) are tuning, not contract: callers that score text import them
 from this face, never from :mod:`simone.runtime`.
 """
 
@@ -11,7 +11,9 @@ from simone.runtime.text._analysis import (
     default_analyzer as default_analyzer,
 )
 from simone.runtime.text._bm25 import (
+    K1 as BM25_K1,
     TITLE_WEIGHT as BM25_TITLE_WEIGHT,
+    B as BM25_B,
     BM25Hit as BM25Hit,
     BM25Index as BM25Index,
     bm25_length_norm as bm25_length_norm,
@@ -29,6 +31,8 @@ __all__ = (
     "Analyzer",
     "BM25Hit",
     "BM25Index",
+    "BM25_B",
+    "BM25_K1",
     "BM25_TITLE_WEIGHT",
     "Explanation",
     "SynonymUse",

@@ -8,7 +8,14 @@ from __future__ import annotations
 
 import math
 
-from simone.providers.documents._vote_shift import PseudoQuestion, fit_shift, probe
+from simone.providers.documents._vote_shift import (
+    LexicalProbe,
+    PseudoQuestion,
+    asked_terms,
+    counted,
+    fit_shift,
+    score,
+)
 from simone.runtime.ranking import LEXICAL_VOTE
 from simone.runtime.text import Analyzer
 
@@ -26,8 +33,18 @@ TEXTS = {
 }
 
 
-def corpus() -> dict[str, list[str]]:
-    return {chunk_id: ANALYZER.terms(text) for chunk_id, text in TEXTS.items()}
+def corpus() -> dict[str, str]:
+    """Each chunk's ``terms`` column, as the index writes it (analysed terms joined by spaces)."""
+    return {chunk_id: " ".join(ANALYZER.terms(text)) for chunk_id, text in TEXTS.items()}
+
+
+def probe(
+    questions: list[PseudoQuestion], terms: dict[str, str], analyzer: Analyzer, limit: int
+) -> LexicalProbe | None:
+    """What ``lexical_probe`` computes once it has read the chunks' ``terms``."""
+    asked = asked_terms(questions, analyzer)
+    needed = set().union(*(t for t, _ in asked))
+    return score(asked, counted(list(terms), list(terms.values()), needed), limit) if asked else None
 
 
 def test_the_shift_is_the_offset_that_fits_the_outcomes() -> None:
