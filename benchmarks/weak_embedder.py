@@ -21,7 +21,7 @@ in every row.
 
 Sets: SciFact train (5,183 abstracts, 809 claims); XQuAD-R monolingual (each language's 240 paragraphs with
 its own questions, ``--queries`` spread over the 1,190); JSQuAD and KorQuAD tuning halves (``--queries``
-spread). Writes benchmarks/results/weak_embedder.json.
+spread; ``--langs ja`` or ``ko`` picks one half). Writes benchmarks/results/weak_embedder.json.
 """
 
 from __future__ import annotations
@@ -212,9 +212,15 @@ def datasets(data_dir: Path, sets: list[str], langs: list[str], per_set: int) ->
         out.append(Dataset("scifact", load_jsonl(folder / "corpus.jsonl"), queries, qrels))
     folders: list[tuple[str, Path]] = []
     if "xquad" in sets:
-        folders += [(f"xquad-{lang}", data_dir / "xquad-r" / "beir-paragraph" / lang) for lang in langs]
+        folders += [
+            (f"xquad-{lang}", data_dir / "xquad-r" / "beir-paragraph" / lang)
+            for lang in langs
+            if lang not in JAKO
+        ]
     if "jako" in sets:
-        folders += [(f"{lang}-tune", data_dir / folder) for lang, folder in JAKO.items()]
+        # both halves, or only those --langs names (``--langs ko``)
+        halves = [lang for lang in JAKO if lang in langs] or list(JAKO)
+        folders += [(f"{lang}-tune", data_dir / JAKO[lang]) for lang in halves]
     for name, folder in folders:
         qrels = load_qrels(next((folder / "qrels").glob("*.tsv")))
         queries = sorted(

@@ -14,7 +14,8 @@ read off how far that candidate stands out (:class:`~simone.runtime.ranking.Vote
 margin on its space's curve — shipped for the bundled models, fitted from the collection's own chunks
 by calibration for any other space, so a model is read on its own scale —, the lexical leg's term
 coverage and BM25 standout), raised to
-:data:`~simone.runtime.ranking.VOTE_SHARPNESS` and relative to the most confident leg. A leg whose best
+:data:`~simone.runtime.ranking.VOTE_SHARPNESS` (:data:`~simone.runtime.ranking.SHIFTED_VOTE_SHARPNESS`
+when a leg votes on a curve shifted onto the lexical leg's footing) and relative to the most confident leg. A leg whose best
 candidate does not stand out (an absent topic, a question it half understands) hardly moves the
 ranking; a lexical hit holding most of the question's words is not reordered by a semantic leg that
 merely likes its neighbour. When the lexical leg is sure of its best hit (log-odds at least
@@ -71,6 +72,7 @@ from simone.runtime.ranking import (
     LEXICAL_PIN,
     LEXICAL_VOTE,
     RELEVANCE_WORD_SHARE,
+    SHIFTED_VOTE_SHARPNESS,
     VOTE_SHARPNESS,
     FunctionLeg,
     FusedLegs,
@@ -575,7 +577,10 @@ def _votes(
     the weights decide the head (pinned regardless, multilingual-e5's Arabic hybrid stayed 0.8746, below
     its semantic leg's 0.8993; with the yield 0.9125). Beside the shipped curves the pin never yields:
     on the tuning split yielding lowered the chance that every language's hybrid >= lexical from
-    0.473 to 0.222 (``benchmarks/fusion_tuning.py --label recheck``, ``pin_rule``).
+    0.473 to 0.222 (``benchmarks/fusion_tuning.py --label recheck``, ``pin_rule``). Beside a shifted
+    curve the weights are also gentler (:data:`~simone.runtime.ranking.SHIFTED_VOTE_SHARPNESS`): one
+    offset moved from pseudo-questions is a weaker footing than a curve fitted on real questions
+    (``benchmarks/shifted_sharpness.py``).
     """
     log_odds: dict[str, float] = {}
     for leg, hits in legs.items():
@@ -587,7 +592,10 @@ def _votes(
             log_odds[leg] = curves[leg][0].log_odds(judged[leg][hits[0].id].margin)
     if len(log_odds) < 2:
         return WeightedRRF({}), {}
-    weighted = WeightedRRF.from_confidence(log_odds, sharpness=VOTE_SHARPNESS)
+    # a curve shifted onto the lexical leg's footing is read with the gentler sharpness
+    shifted = any(curves[leg][1] == "shifted" for leg in log_odds if leg in curves)
+    sharpness = SHIFTED_VOTE_SHARPNESS if shifted else VOTE_SHARPNESS
+    weighted = WeightedRRF.from_confidence(log_odds, sharpness=sharpness)
     trace: dict[str, dict[str, Any]] = {
         leg: {"confidence": round(_sigmoid(z), 4), "weight": round(weighted.weights[leg], 6)}
         | ({"curve": curves[leg][1]} if leg in curves else {})

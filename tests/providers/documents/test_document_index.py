@@ -11,7 +11,13 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 import pytest
-from simone.providers.documents import DocumentIndex, DocumentIndexProvider, DocumentStore, SpaceCalibration
+from simone.providers.documents import (
+    DocumentIndex,
+    DocumentIndexProvider,
+    DocumentStore,
+    SpaceCalibration,
+    _provider,
+)
 from simone.providers.documents._store import FTS_INDEX
 from simone.providers.embeddings import ONNX_SPACE, OnnxMiniLMEmbedder
 from simone.providers.testing import HashEmbedder
@@ -29,6 +35,7 @@ from simone.runtime import (
     Status,
     TrustedContext,
 )
+from simone.runtime.ranking import SHIFTED_VOTE_SHARPNESS, VOTE_SHARPNESS, WeightedRRF
 
 CONTEXT = TrustedContext(actor="tester")
 
@@ -710,12 +717,20 @@ def test_a_lexical_hit_the_lexical_leg_is_sure_of_stays_first(
 
 @pytest.mark.parametrize("lexical_top_share", [0.4, 0.6])
 def test_the_pin_yields_only_to_a_surer_leg_on_the_lexical_legs_footing(
-    tmp_path: Path, lexical_top_share: float
+    tmp_path: Path, lexical_top_share: float, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A space calibrated on this collection whose leg found the own chunk first at least as often as
     the lexical leg (0.5 against 0.4) reads on the lexical leg's footing (a shifted curve): when it is
     surer, the weights decide the head. One that did worse (0.5 against 0.6) keeps the pin."""
     docs, query, steered = _pin_case(tmp_path)
+    sharpness: list[float] = []
+    weigh = WeightedRRF.from_confidence
+
+    def spy(log_odds: dict[str, float], **kw: Any) -> WeightedRRF:
+        sharpness.append(kw["sharpness"])
+        return weigh(log_odds, **kw)
+
+    monkeypatch.setattr(_provider.WeightedRRF, "from_confidence", staticmethod(spy))
 
     async def go() -> Any:
         async with _index(tmp_path, EmbeddingChain([steered])) as index:
@@ -740,3 +755,5 @@ def test_the_pin_yields_only_to_a_surer_leg_on_the_lexical_legs_footing(
     else:
         assert votes["semantic"]["curve"] == "fitted"
         assert "pinned" in votes["lexical"] and first.endswith("restart.md")
+    # a shifted curve is read with the gentler sharpness
+    assert sharpness == [SHIFTED_VOTE_SHARPNESS if lexical_top_share < 0.5 else VOTE_SHARPNESS]
