@@ -50,7 +50,7 @@ SAMPLE = 100
 def dataset(data_dir: Path, name: str, queries: int) -> W.Dataset:
     kind = "jako" if name in W.JAKO else "xquad"
     wanted = f"{name}-tune" if kind == "jako" else f"xquad-{name}"
-    found = [d for d in W.datasets(data_dir, [kind], [name], queries if kind == "jako" else 0)]
+    found = W.datasets(data_dir, [kind], [name], queries if kind == "jako" else 0)
     return next(d for d in found if d.name == wanted)
 
 
